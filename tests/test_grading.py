@@ -1,0 +1,144 @@
+"""The nbgrader round trip through the real `nbgrader` commands, in a workspace outside the repository."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course import CHAPTERS, REPO, SOLUTIONS, is_graded_test, nbgrader_meta
+
+sys.path.insert(0, str(REPO / "autograder"))
+from course_preprocessors import KeepWarningsVisible, RedactTracebacks, is_only_warnings  # noqa: E402
+from workspace import make_workspace  # noqa: E402
+
+WARNING = '__import__("warnings").warn("this call will change in a future release", FutureWarning)'
+
+
+def nbgrader(workspace: Path, *args: str) -> str:
+    scripts = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout + done.stderr
+
+
+def with_warning(source: Path, target: Path) -> None:
+    """The solution, with every answer emitting a FutureWarning when it is called."""
+    nb = nbformat.read(source, as_version=4)
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("solution"):
+            cell.source = re.sub(r"^(\s*)### BEGIN SOLUTION\n", lambda m: f"{m.group(0)}{m.group(1)}{WARNING}\n",
+                                 cell.source, flags=re.M)
+    nbformat.write(nb, target)
+
+
+def hidden_test_lines(chapter: str) -> list[str]:
+    lines = []
+    for path in (SOLUTIONS / chapter).glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if is_graded_test(cell) and "### BEGIN HIDDEN TESTS" in cell.source:
+                hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+                lines += [line.strip() for line in hidden.splitlines() if len(line.strip()) > 25]
+    return lines
+
+
+def visible_text(page: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_nbgrader_round_trip(chapter, tmp_path):
+    from nbgrader.api import Gradebook
+
+    workspace = make_workspace(tmp_path / "workspace")
+    nbgrader(workspace, "generate_assignment", chapter, "--force",
+             f"--CourseDirectory.release_directory={tmp_path / 'release'}")
+    released = tmp_path / "release" / chapter
+    students = {"alice": "solution", "bob": "untouched release", "carol": "solution that warns"}
+    for student in students:
+        folder = workspace / "submitted" / student / chapter
+        folder.mkdir(parents=True)
+        for source in sorted((SOLUTIONS / chapter).glob("*.ipynb")):
+            if student == "alice":
+                shutil.copy(source, folder / source.name)
+            elif student == "bob":
+                shutil.copy(released / source.name, folder / source.name)
+            else:
+                with_warning(source, folder / source.name)
+    nbgrader(workspace, "autograde", chapter)
+    nbgrader(workspace, "generate_feedback", chapter)
+
+    with Gradebook(f"sqlite:///{workspace / 'gradebook.db'}") as gradebook:
+        scores = {s: gradebook.find_submission(chapter, s) for s in students}
+        max_score = scores["alice"].max_score
+        assert max_score > 0
+        assert scores["alice"].score == max_score, "the solutions must get full marks"
+        assert scores["bob"].score == 0, "the untouched release must get zero"
+        assert scores["carol"].score == max_score, "a correct answer that triggers a warning keeps its points"
+
+    warned = [cell for path in (workspace / "autograded" / "carol" / chapter).glob("*.ipynb")
+              for cell in nbformat.read(path, as_version=4).cells
+              if is_graded_test(cell) and any(o.get("name") == "stdout" and "FutureWarning" in o.get("text", "")
+                                              for o in cell.outputs)]
+    assert warned, "carol's warnings should appear (moved to stdout) in her graded test cells"
+
+    secrets = hidden_test_lines(chapter)
+    assert secrets, "the chapter has hidden tests to protect"
+    for student in ("alice", "bob"):
+        pages = list((workspace / "feedback" / student / chapter).glob("*.html"))
+        assert pages, f"no feedback for {student}"
+        for page in pages:
+            text = visible_text(page.read_text())
+            leaked = [line for line in secrets if line in text]
+            assert not leaked, f"{student}'s feedback shows hidden tests: {leaked[:3]}"
+            assert "BEGIN HIDDEN TESTS" not in text
+    bob_text = visible_text(next((workspace / "feedback" / "bob" / chapter).glob("*.html")).read_text())
+    assert "NotImplementedError" in bob_text, "feedback still says why a test failed"
+
+
+def test_workspace_must_be_outside_the_repository(tmp_path):
+    with pytest.raises(ValueError, match="outside the repository"):
+        make_workspace(REPO / "grading")
+    config = (make_workspace(tmp_path / "w", db_url="postgresql://grader@db/course") / "nbgrader_config.py").read_text()
+    assert "autograder/nbgrader_config.py" in config and "postgresql://grader@db/course" in config
+
+
+def test_warning_detection():
+    assert is_only_warnings("/x/y.py:3: FutureWarning: soon\n  warnings.warn('soon')\n")
+    assert is_only_warnings("<ipython-input-1>:2: RuntimeWarning: divide by zero encountered in log\n")
+    assert not is_only_warnings("Traceback (most recent call last):\n")
+    assert not is_only_warnings("/x.py:3: UserWarning: a\nsomething else printed to stderr\n")
+    assert not is_only_warnings("")
+
+
+def stream(name, text):
+    return nbformat.v4.new_output("stream", name=name, text=text)
+
+
+def test_keep_warnings_visible_moves_only_warnings():
+    cell = nbformat.v4.new_code_cell("f()")
+    cell.outputs = [stream("stderr", "/a.py:1: FutureWarning: x\n  y\n"), stream("stderr", "real error\n")]
+    KeepWarningsVisible().preprocess_cell(cell, {}, 0)
+    assert [o.name for o in cell.outputs] == ["stdout", "stderr"]
+
+
+def test_redact_tracebacks_only_in_graded_cells():
+    error = {"output_type": "error", "ename": "CheckFailed", "evalue": "P is wrong", "traceback": ["line 3: _secret = 42"]}
+    graded = nbformat.v4.new_code_cell("...", metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1}})
+    plain = nbformat.v4.new_code_cell("...")
+    graded.outputs = [nbformat.from_dict(dict(error))]
+    plain.outputs = [nbformat.from_dict(dict(error))]
+    RedactTracebacks().preprocess_cell(graded, {}, 0)
+    RedactTracebacks().preprocess_cell(plain, {}, 0)
+    assert graded.outputs[0].traceback == ["CheckFailed: P is wrong"]
+    assert plain.outputs[0].traceback == ["line 3: _secret = 42"]

@@ -1,0 +1,55 @@
+"""seqlab.check: failures say what is wrong, with a hint, and still count as failures."""
+
+import numpy as np
+import pytest
+
+from seqlab.check import CheckFailed, expect, expect_close, expect_equal, expect_raises
+
+
+def test_expect_passes_and_fails_with_message_and_hint():
+    expect(True, "never shown")
+    with pytest.raises(CheckFailed) as caught:
+        expect(False, "the vocabulary has the wrong size", hint="add <unk>")
+    assert str(caught.value) == "the vocabulary has the wrong size\nHint: add <unk>"
+    assert isinstance(caught.value, AssertionError), "nbgrader and pytest must see a failed assertion"
+
+
+def test_jupyter_shows_two_short_lines_instead_of_a_traceback():
+    error = CheckFailed("P(b | a) is wrong", hint="divide by c(h)")
+    lines = error._render_traceback_()
+    assert len(lines) == 2 and "P(b | a) is wrong" in lines[0] and "divide by c(h)" in lines[1]
+    assert CheckFailed("only a message")._render_traceback_()[-1].endswith("only a message")
+
+
+def test_expect_equal_shows_both_values():
+    expect_equal([1, 2], [1, 2], "same")
+    with pytest.raises(CheckFailed, match=r"counts: expected \{'a': 2\}, got \{'a': 1\}"):
+        expect_equal({"a": 1}, {"a": 2}, "counts")
+    with pytest.raises(CheckFailed, match="expected"):
+        expect_equal(np.zeros(3), np.zeros(2), "arrays of different shapes")
+
+
+def test_expect_close_scalars_arrays_shapes_none_and_nan():
+    expect_close(0.1 + 0.2, 0.3, "sum")
+    expect_close([1.0, np.inf], [1.0 + 1e-12, np.inf], "with infinity")
+    with pytest.raises(CheckFailed, match="expected 0.5, got 0.25"):
+        expect_close(0.25, 0.5, "P")
+    with pytest.raises(CheckFailed, match=r"expected shape \(3,\), got shape \(2,\)"):
+        expect_close(np.zeros(2), np.zeros(3), "x")
+    with pytest.raises(CheckFailed, match="return"):
+        expect_close(None, 1.0, "forgot return")
+    with pytest.raises(CheckFailed, match="NaN"):
+        expect_close([np.nan, 1.0], [0.0, 1.0], "nan")
+    with pytest.raises(CheckFailed, match=r"1 of 3 entries differ; at index \(1,\)"):
+        expect_close([0.0, 1.0, 2.0], [0.0, 1.5, 2.0], "vector")
+    with pytest.raises(CheckFailed, match="expected a number"):
+        expect_close("abc", 1.0, "text")
+
+
+def test_expect_raises():
+    error = expect_raises(ValueError, int, "x", what="int('x')")
+    assert isinstance(error, ValueError)
+    with pytest.raises(CheckFailed, match="nothing was raised"):
+        expect_raises(ValueError, int, "3", what="int('3')")
+    with pytest.raises(CheckFailed, match="raised KeyError"):
+        expect_raises(ValueError, {}.__getitem__, "k", what="lookup")
