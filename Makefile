@@ -46,7 +46,7 @@ check-release: $(VENV)/.test
 	$(BIN)/python autograder/release.py --check
 
 results: $(VENV)/.test
-	$(BIN)/python -m pytest tests/test_results.py -m "slow" -s -q
+	$(BIN)/python -m pytest tests/test_ch*.py tests/test_notebooks.py -q
 
 workspace: $(VENV)/.lab
 	$(BIN)/python autograder/workspace.py $(or $(DIR),$(HOME)/seqlab-grading)
