@@ -1,0 +1,359 @@
+"""Chapter 1's graded tests reject hard-coded answers and the classic mistakes, and accept other correct code.
+
+Each case swaps one function of the solution for a variant and runs the exercise's whole
+test cell (visible and hidden tests) against it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+
+import nbformat
+import numpy as np
+import pytest
+
+from course import SOLUTIONS, load_definitions, nbgrader_meta
+
+CHAPTER = "01-ngram-language-models"
+BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+
+
+def graded_cells() -> dict[str, str]:
+    path = next((SOLUTIONS / CHAPTER).glob("*.ipynb"))
+    return {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
+            if nbgrader_meta(c).get("grade")}
+
+
+CELLS = graded_cells()
+BASE = load_definitions(CHAPTER)
+
+
+def run_cell(grade_id: str, **replacements) -> None:
+    namespace = dict(BASE)
+    namespace.update(replacements)
+    exec(compile(CELLS[grade_id], grade_id, "exec"), namespace)
+
+
+# ---- build_vocab -------------------------------------------------------------------------------
+
+def vocab_hardcoded(sentences, min_count=2):
+    return ["<unk>", "<s>", "</s>", "cat", "the"] if min_count == 2 else ["<unk>", "<s>", "</s>", "cat", "the", "a", "dog", "sat"]
+
+
+def vocab_strictly_greater(sentences, min_count=2):
+    counts = Counter(w for s in sentences for w in s)
+    kept = (w for w in counts if counts[w] > min_count and w not in (UNK, BOS, EOS))
+    return [UNK, BOS, EOS] + sorted(kept, key=lambda w: (-counts[w], w))
+
+
+def vocab_duplicates_specials(sentences, min_count=2):
+    counts = Counter(w for s in sentences for w in s)
+    return [UNK, BOS, EOS] + sorted((w for w in counts if counts[w] >= min_count), key=lambda w: (-counts[w], w))
+
+
+def vocab_no_tie_break(sentences, min_count=2):
+    counts = Counter(w for s in sentences for w in s)
+    return [UNK, BOS, EOS] + [w for w, c in counts.most_common() if c >= min_count and w not in (UNK, BOS, EOS)]
+
+
+def vocab_other_correct(sentences, min_count=2):
+    counts: dict[str, int] = {}
+    for sentence in sentences:
+        for word in sentence:
+            counts[word] = counts.get(word, 0) + 1
+    by_count = sorted(sorted(counts), key=counts.__getitem__, reverse=True)  # stable: ties stay alphabetical
+    return ["<unk>", "<s>", "</s>"] + [w for w in by_count if counts[w] >= min_count and w not in {"<unk>", "<s>", "</s>"}]
+
+
+# ---- count_ngrams ------------------------------------------------------------------------------
+
+def counts_without_eos(sentences, n):
+    table = defaultdict(Counter)
+    for s in sentences:
+        padded = [BOS] * (n - 1) + s
+        for t in range(n - 1, len(padded)):
+            table[tuple(padded[t - n + 1:t])][padded[t]] += 1
+    return dict(table)
+
+
+def counts_predicting_bos(sentences, n):
+    table = defaultdict(Counter)
+    for s in sentences:
+        padded = [BOS] * (n - 1) + s + [EOS]
+        for t in range(len(padded)):
+            table[tuple(([BOS] * n + padded)[t + 1:t + n])][padded[t]] += 1
+    return dict(table)
+
+
+def counts_other_correct(sentences, n):
+    if n < 1:
+        raise ValueError("n >= 1")
+    table: dict = {}
+    for s in sentences:
+        tokens = (BOS,) * (n - 1) + tuple(s) + (EOS,)
+        for gram in zip(*(tokens[i:] for i in range(n))):
+            table.setdefault(gram[:-1], Counter())[gram[-1]] += 1
+    return table
+
+
+# ---- mle_prob ----------------------------------------------------------------------------------
+
+def mle_by_word_count(table, word, context):
+    total = sum(c[word] for c in table.counts.values())
+    return table.count(context, word) / total if total else 0.0
+
+
+def mle_by_distinct(table, word, context):
+    return table.count(context, word) / table.distinct[context] if context in table.distinct else 0.0
+
+
+def mle_other_correct(table, word, context):
+    followers = table.counts.get(context)
+    return followers[word] / sum(followers.values()) if followers else 0.0
+
+
+# ---- sentence_logprob / perplexity ---------------------------------------------------------------
+
+def perplexity_mixed_bases(prob, sentences, n):
+    total = 0.0
+    for s in sentences:
+        padded = [BOS] * (n - 1) + s + [EOS]
+        for t in range(n - 1, len(padded)):
+            p = prob(padded[t], tuple(padded[t - n + 1:t]))
+            if p == 0:
+                return math.inf
+            total += math.log(p)
+    return 2 ** (-total / sum(len(s) + 1 for s in sentences))
+
+
+def perplexity_without_eos_in_n(prob, sentences, n):
+    log_prob = sum(BASE["sentence_logprob"](prob, s, n) for s in sentences)
+    return 2 ** (-log_prob / sum(len(s) for s in sentences))
+
+
+def logprob_without_eos(prob, sentence, n):
+    padded = [BOS] * (n - 1) + sentence
+    return sum(math.log2(prob(padded[t], tuple(padded[t - n + 1:t]))) for t in range(n - 1, len(padded)))
+
+
+def logprob_other_correct(prob, sentence, n):
+    history = [BOS] * (n - 1)
+    total = 0.0
+    for word in [*sentence, EOS]:
+        p = prob(word, tuple(history[-(n - 1):]) if n > 1 else ())
+        total += math.log(p) / math.log(2) if p > 0 else -math.inf
+        history.append(word)
+    return total
+
+
+def perplexity_other_correct(prob, sentences, n):
+    bits = [logprob_other_correct(prob, s, n) for s in sentences]
+    return math.exp(-sum(bits) * math.log(2) / sum(len(s) + 1 for s in sentences))
+
+
+# ---- addk_prob ---------------------------------------------------------------------------------
+
+def addk_no_kv(table, word, context, k, vocab_size):
+    return (table.count(context, word) + k) / (table.total.get(context, 0) + k)
+
+
+def addk_counts_bos(table, word, context, k, vocab_size):
+    return (table.count(context, word) + k) / (table.total.get(context, 0) + k * (vocab_size + 1))
+
+
+def addk_other_correct(table, word, context, k, vocab_size):
+    c_hw = table.counts.get(context, Counter()).get(word, 0)
+    c_h = sum(table.counts.get(context, Counter()).values())
+    return (c_hw + k) / (c_h + k * vocab_size)
+
+
+# ---- continuation_counts -----------------------------------------------------------------------
+
+def continuation_sums_counts(counts):
+    out = defaultdict(Counter)
+    for h, followers in counts.items():
+        out[h[1:]].update(followers)
+    return dict(out)
+
+
+def continuation_drops_last(counts):
+    out = defaultdict(Counter)
+    for h, followers in counts.items():
+        for w in followers:
+            out[h[:-1]][w] += 1
+    return dict(out)
+
+
+def continuation_other_correct(counts):
+    pairs = {(h[1:], w) for h, followers in counts.items() for w, c in followers.items() if c > 0 for _ in [h[0]]}
+    left = defaultdict(set)
+    for h, followers in counts.items():
+        for w in followers:
+            left[(h[1:], w)].add(h[0])
+    out: dict = {}
+    for (hp, w) in pairs:
+        out.setdefault(hp, Counter())[w] = len(left[(hp, w)])
+    return out
+
+
+# ---- kn_prob -----------------------------------------------------------------------------------
+
+def kn_gamma_from_total(word, context, kn_tables, discount=0.75):
+    table = kn_tables[len(context)]
+    if not context:
+        return table.count((), word) / table.total[()]
+    lower = kn_gamma_from_total(word, context[1:], kn_tables, discount)
+    total = table.total.get(context, 0)
+    if not total:
+        return lower
+    return (max(table.count(context, word) - discount, 0) + discount * lower) / total
+
+
+def kn_no_backoff_for_unseen(word, context, kn_tables, discount=0.75):
+    table = kn_tables[len(context)]
+    if not context:
+        return table.count((), word) / table.total[()]
+    total = table.total.get(context, 0)
+    if not total:
+        return 0.0
+    lower = kn_no_backoff_for_unseen(word, context[1:], kn_tables, discount)
+    return (max(table.count(context, word) - discount, 0) + discount * table.distinct[context] * lower) / total
+
+
+def kn_no_max(word, context, kn_tables, discount=0.75):
+    table = kn_tables[len(context)]
+    if not context:
+        return table.count((), word) / table.total[()]
+    lower = kn_no_max(word, context[1:], kn_tables, discount)
+    total = table.total.get(context, 0)
+    if not total:
+        return lower
+    return (table.count(context, word) - discount + discount * table.distinct[context] * lower) / total
+
+
+def kn_wrong_end(word, context, kn_tables, discount=0.75):
+    table = kn_tables[len(context)]
+    if not context:
+        return table.count((), word) / table.total[()]
+    lower = kn_wrong_end(word, context[:-1], kn_tables, discount)
+    total = table.total.get(context, 0)
+    if not total:
+        return lower
+    return (max(table.count(context, word) - discount, 0) + discount * table.distinct[context] * lower) / total
+
+
+def kn_other_correct(word, context, kn_tables, discount=0.75):
+    p = kn_tables[0].counts[()][word] / kn_tables[0].total[()]
+    for length in range(1, len(context) + 1):
+        h = context[-length:]
+        table = kn_tables[length]
+        if table.total.get(h):
+            c = table.counts[h][word]
+            p = (c - discount if c > discount else 0.0) / table.total[h] + discount * table.distinct[h] / table.total[h] * p
+    return p
+
+
+# ---- sample_sentence ---------------------------------------------------------------------------
+
+def sample_keeps_eos(prob, vocab, n, rng, max_len=40):
+    out = BASE["sample_sentence"](prob, vocab, n, rng, max_len)
+    return out + [EOS] if len(out) < max_len else out
+
+
+def sample_global_rng(prob, vocab, n, rng, max_len=40):
+    candidates = [w for w in vocab if w != BOS]
+    context, out = (BOS,) * (n - 1), []
+    while len(out) < max_len:
+        p = np.array([prob(w, context) for w in candidates])
+        w = candidates[np.random.choice(len(candidates), p=p / p.sum())]
+        if w == EOS:
+            break
+        out.append(w)
+        context = (context + (w,))[1:] if n > 1 else ()
+    return out
+
+
+def sample_frozen_context(prob, vocab, n, rng, max_len=40):
+    candidates = [w for w in vocab if w != BOS]
+    context, out = (BOS,) * (n - 1), []
+    while len(out) < max_len:
+        p = np.array([prob(w, context) for w in candidates])
+        w = candidates[rng.choice(len(candidates), p=p / p.sum())]
+        if w == EOS:
+            break
+        out.append(w)
+    return out
+
+
+def sample_other_correct(prob, vocab, n, rng, max_len=40):
+    candidates = [w for w in vocab if w != "<s>"]
+    history = ["<s>"] * (n - 1)
+    out = []
+    for _ in range(max_len):
+        context = tuple(history[len(history) - (n - 1):]) if n > 1 else ()
+        weights = np.array([prob(w, context) for w in candidates])
+        cumulative = np.cumsum(weights / weights.sum())
+        w = candidates[min(int(np.searchsorted(cumulative, rng.random(), side="right")), len(candidates) - 1)]
+        if w == "</s>":
+            break
+        out.append(w)
+        history.append(w)
+    return out
+
+
+WRONG = [
+    ("build_vocab_tests", "build_vocab", vocab_hardcoded),
+    ("build_vocab_tests", "build_vocab", vocab_strictly_greater),
+    ("build_vocab_tests", "build_vocab", vocab_duplicates_specials),
+    ("build_vocab_tests", "build_vocab", vocab_no_tie_break),
+    ("count_ngrams_tests", "count_ngrams", counts_without_eos),
+    ("count_ngrams_tests", "count_ngrams", counts_predicting_bos),
+    ("mle_prob_tests", "mle_prob", mle_by_word_count),
+    ("mle_prob_tests", "mle_prob", mle_by_distinct),
+    ("perplexity_tests", "perplexity", perplexity_mixed_bases),
+    ("perplexity_tests", "perplexity", perplexity_without_eos_in_n),
+    ("perplexity_tests", "sentence_logprob", logprob_without_eos),
+    ("addk_prob_tests", "addk_prob", addk_no_kv),
+    ("addk_prob_tests", "addk_prob", addk_counts_bos),
+    ("continuation_counts_tests", "continuation_counts", continuation_sums_counts),
+    ("continuation_counts_tests", "continuation_counts", continuation_drops_last),
+    ("kn_prob_tests", "kn_prob", kn_gamma_from_total),
+    ("kn_prob_tests", "kn_prob", kn_no_backoff_for_unseen),
+    ("kn_prob_tests", "kn_prob", kn_no_max),
+    ("kn_prob_tests", "kn_prob", kn_wrong_end),
+    ("sample_sentence_tests", "sample_sentence", sample_keeps_eos),
+    ("sample_sentence_tests", "sample_sentence", sample_global_rng),
+    ("sample_sentence_tests", "sample_sentence", sample_frozen_context),
+]
+
+RIGHT = [
+    ("build_vocab_tests", {"build_vocab": vocab_other_correct}),
+    ("count_ngrams_tests", {"count_ngrams": counts_other_correct}),
+    ("mle_prob_tests", {"mle_prob": mle_other_correct}),
+    ("perplexity_tests", {"sentence_logprob": logprob_other_correct, "perplexity": perplexity_other_correct}),
+    ("addk_prob_tests", {"addk_prob": addk_other_correct}),
+    ("continuation_counts_tests", {"continuation_counts": continuation_other_correct}),
+    ("kn_prob_tests", {"kn_prob": kn_other_correct}),
+    ("sample_sentence_tests", {"sample_sentence": sample_other_correct}),
+]
+
+
+def test_every_graded_cell_is_covered():
+    assert {cell for cell, _, _ in WRONG} == set(CELLS) == {cell for cell, _ in RIGHT}
+
+
+@pytest.mark.parametrize("grade_id, name, variant", WRONG, ids=[v.__name__ for _, _, v in WRONG])
+def test_graded_tests_reject_the_mistake(grade_id, name, variant):
+    with pytest.raises(Exception):
+        run_cell(grade_id, **{name: variant})
+
+
+@pytest.mark.parametrize("grade_id, replacements", RIGHT, ids=[c for c, _ in RIGHT])
+def test_graded_tests_accept_another_correct_implementation(grade_id, replacements):
+    run_cell(grade_id, **replacements)
+
+
+@pytest.mark.parametrize("grade_id", sorted(CELLS))
+def test_solution_passes_its_own_tests(grade_id):
+    run_cell(grade_id)
