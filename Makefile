@@ -27,6 +27,7 @@ $(VENV)/.lab: pyproject.toml $(VENV)/.torch
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.torch
+	bash tests/system-packages.sh
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $@
 

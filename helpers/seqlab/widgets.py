@@ -93,8 +93,10 @@ def next_word_explorer(
             best = [(w, p) for w, p in top_next_words(by_order[n], context, candidates, k) if p > 0]
             if best:
                 words, probs = zip(*reversed(best))
-                ax.barh(range(len(words)), probs)
+                bars = ax.barh(range(len(words)), probs)
+                ax.bar_label(bars, fmt="%.2g", fontsize=8, padding=2)
                 ax.set_yticks(range(len(words)), words)
+                ax.set_xlim(0, max(probs) * 1.3)
             else:
                 ax.text(0.5, 0.5, "no prediction:\ncontext never seen", ha="center", va="center", transform=ax.transAxes)
                 ax.set_yticks([])

@@ -1,0 +1,135 @@
+"""Drive a real browser (Debian's Chromium, through Playwright) against a Jupyter server.
+
+Playwright's own browser download is not used: the project's test set-up installs
+Chromium from Debian (see .ci/run), and this module launches /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from pathlib import Path
+from typing import Iterator
+
+from servers import TOKEN
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@contextlib.contextmanager
+def browser_page(width: int = 1400, height: int = 1000) -> Iterator["Page"]:  # noqa: F821
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            browser.close()
+
+
+def open_notebook(page, base: str, app: str, relative_path: str) -> None:
+    """Open a notebook in JupyterLab (``app="lab"``) or Notebook 7 (``app="notebook"``)."""
+    route = "lab/tree" if app == "lab" else "notebooks"
+    page.goto(f"{base}/{route}/{relative_path}?token={TOKEN}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+
+
+def run_all_cells(page) -> None:
+    """Run > Run All Cells, the same menu in JupyterLab and Notebook 7."""
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_text("Run All Cells", exact=True).click()
+
+
+def wait_until_idle(page, seconds: float = 180) -> None:
+    """Wait until no cell is queued or running (their prompt shows [*])."""
+    deadline = time.time() + seconds
+    page.wait_for_timeout(1000)
+    while time.time() < deadline:
+        prompts = page.locator(".jp-InputPrompt").all_inner_texts()
+        if prompts and not any("*" in p for p in prompts):
+            return
+        page.wait_for_timeout(500)
+    raise TimeoutError("cells were still running")
+
+
+def error_outputs(page) -> list[str]:
+    """Text of every error or stderr output shown in the notebook."""
+    return page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
+
+
+def scroll_to(page, locator, steps: int = 150) -> None:
+    """Scroll the notebook, as a person would, until ``locator`` is on screen.
+
+    JupyterLab 4 only renders the cells near the viewport, so an element far away is not
+    in the page at all until the notebook scrolls there.
+    """
+    # "Run All" follows the running cell, so a widget near the end is usually rendered already;
+    # it may take a moment to appear after its cell finished.
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if locator.count():
+            locator.first.evaluate("element => element.scrollIntoView({block: 'center'})")
+            return
+        page.wait_for_timeout(250)
+    notebook = page.locator(".jp-WindowedPanel-outer, .jp-Notebook").first
+    box = notebook.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    for direction in (-1, 1):  # after "Run All" the view is near the end: look upwards first
+        for _ in range(steps):
+            if locator.count() and locator.first.is_visible():
+                locator.first.scroll_into_view_if_needed()
+                return
+            page.mouse.wheel(0, direction * 700)
+            page.wait_for_timeout(150)
+    raise TimeoutError(f"could not find {locator} in the notebook")
+
+
+def widget_box(page, label: str):
+    """The innermost widget box that holds a control with this description, and a figure."""
+    control = page.locator(".widget-inline-hbox", has=page.locator(".widget-label", has_text=label))
+    scroll_to(page, control)
+    return page.locator(".widget-vbox", has=control.first).filter(has=page.locator("img")).last
+
+
+def figure_source(box) -> str:
+    image = box.locator("img").first
+    image.wait_for(timeout=60_000)
+    return image.get_attribute("src") or ""
+
+
+def nudge_slider(page, box, label: str, pixels: int = 40) -> None:
+    """Drag a slider's handle to the right with the mouse, as a person would."""
+    control = box.locator(".widget-inline-hbox", has=page.locator(".widget-label", has_text=label)).first
+    handle = control.locator('[role="slider"], .noUi-handle, .ui-slider-handle').first
+    # Centre it: near the top, a sticky toolbar (Notebook 7) would take the mouse.
+    handle.evaluate("element => element.scrollIntoView({block: 'center'})")
+    where = handle.bounding_box()
+    x, y = where["x"] + where["width"] / 2, where["y"] + where["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + pixels, y, steps=8)
+    page.mouse.up()
+
+
+def wait_for_new_figure(box, before: str, seconds: float = 30) -> str:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        now = figure_source(box)
+        if now and now != before:
+            return now
+        time.sleep(0.25)
+    raise TimeoutError("the figure did not change after the control moved")
+
+
+def screenshot(box, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    box.scroll_into_view_if_needed()
+    box.screenshot(path=str(path))
+    return path

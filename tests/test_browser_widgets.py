@@ -1,0 +1,52 @@
+"""Real-browser tests of the widgets, in JupyterLab and Notebook 7 with Debian's Chromium.
+
+To add a chapter's widgets, add a line to WIDGETS: the notebook, and the label of each
+slider to move. The test runs the notebook (in grading mode, so data is small), checks that
+each widget rendered a control and a figure, moves the slider, checks that the figure
+changed, and keeps a screenshot under build/screenshots/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from browser import (browser_page, chromium_path, error_outputs, figure_source, nudge_slider, open_notebook,
+                     run_all_cells, screenshot, wait_for_new_figure, wait_until_idle, widget_box)
+from course import BUILD, SOLUTIONS
+from servers import jupyter
+
+pytest.importorskip("playwright")
+
+
+@dataclass(frozen=True)
+class WidgetCase:
+    notebook: str  # relative to solutions/
+    sliders: tuple[str, ...]  # the description of a slider in each widget to test
+
+
+WIDGETS = [
+    WidgetCase("01-ngram-language-models/01-ngram-language-models.ipynb", sliders=("top k",)),
+]
+
+CASES = [(case, app) for case in WIDGETS for app in ("lab", "notebook")]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(chromium_path() is None, reason="Chromium is not installed (apt-get install chromium)")
+@pytest.mark.parametrize("case, app", CASES, ids=[f"{c.notebook.split('/')[0]}-{a}" for c, a in CASES])
+def test_widgets_render_and_respond(case, app):
+    with jupyter(app, SOLUTIONS, NBGRADER_EXECUTION="autograde") as base, browser_page() as page:
+        open_notebook(page, base, app, case.notebook)
+        run_all_cells(page)
+        wait_until_idle(page)
+        assert not error_outputs(page), f"errors in the notebook: {error_outputs(page)[:2]}"
+        for label in case.sliders:
+            box = widget_box(page, label)
+            before = figure_source(box)
+            assert before.startswith("data:image/png"), "the widget shows no figure"
+            nudge_slider(page, box, label)
+            wait_for_new_figure(box, before)
+            name = f"{case.notebook.split('/')[0]}-{label.replace(' ', '_')}-{app}.png"
+            assert screenshot(box, BUILD / "screenshots" / name).stat().st_size > 10_000
