@@ -6,6 +6,8 @@ One module a purpose; notebooks import from here, never the other way round:
 - ``seqlab.check``    -- readable checks for the exercises' tests (``expect``, ``expect_close``)
 - ``seqlab.grading``  -- whether nbgrader is grading, and the small budgets used then
 - ``seqlab.widgets``  -- interactive figures built from core ipywidgets and matplotlib
+- ``seqlab.tagsets``  -- Brown part-of-speech tags mapped to the 12 universal tags
+- ``seqlab.trellis``  -- the Viterbi trellis explorer (chapter 2)
 """
 
 __version__ = "0.1.0"

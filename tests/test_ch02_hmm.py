@@ -1,0 +1,130 @@
+"""Chapter 2 (hidden Markov models): the measured targets of the issue, on the solution code."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from course import load_definitions, record
+
+CHAPTER = "02-hidden-markov-models"
+
+
+@pytest.fixture(scope="module")
+def ch():
+    return load_definitions(CHAPTER)
+
+
+def random_hmm(rng, n, m):
+    return rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), size=n), rng.dirichlet(np.ones(m), size=n)
+
+
+def brute(pi, A, B, obs):
+    paths = np.array(list(itertools.product(range(len(pi)), repeat=len(obs))))
+    joint = np.log(pi[paths[:, 0]]) + np.log(B[paths[:, 0], obs[0]])
+    for t in range(1, len(obs)):
+        joint += np.log(A[paths[:, t - 1], paths[:, t]]) + np.log(B[paths[:, t], obs[t]])
+    return paths, joint
+
+
+def test_forward_equals_brute_force_and_hmmlearn(ch):
+    hmm = pytest.importorskip("hmmlearn.hmm")
+    rng = np.random.default_rng(0)
+    worst_brute = worst_hmmlearn = 0.0
+    for trial in range(20):
+        n, m = int(rng.integers(2, 5)), int(rng.integers(2, 6))
+        pi, A, B = random_hmm(rng, n, m)
+        logs = tuple(np.log(x) for x in (pi, A, B))
+        for T in (1, 3, 6):
+            obs = rng.integers(0, m, size=T)
+            _, ll = ch["forward_log"](*logs, obs)
+            worst_brute = max(worst_brute, abs(ll - np.logaddexp.reduce(brute(pi, A, B, obs)[1])))
+        model = hmm.CategoricalHMM(n_components=n, n_features=m)
+        model.startprob_, model.transmat_, model.emissionprob_ = pi, A, B
+        for T in (5, 200, 3000):
+            obs = rng.integers(0, m, size=T)
+            _, ll = ch["forward_log"](*logs, obs)
+            worst_hmmlearn = max(worst_hmmlearn, abs(ll - model.score(obs.reshape(-1, 1))))
+            lb = ch["backward_log"](logs[1], logs[2], obs)
+            assert abs(ch["logsumexp"](logs[0] + logs[2][:, obs[0]] + lb[0]) - ll) < 1e-8
+    assert worst_brute < 1e-8 and worst_hmmlearn < 1e-8
+    record("ch02_forward", max_abs_diff_brute_force=worst_brute, max_abs_diff_hmmlearn=worst_hmmlearn)
+
+
+def test_viterbi_equals_brute_force_argmax(ch):
+    rng = np.random.default_rng(1)
+    for trial in range(30):
+        n, m, T = int(rng.integers(2, 5)), int(rng.integers(2, 5)), int(rng.integers(1, 8))
+        pi, A, B = random_hmm(rng, n, m)
+        obs = rng.integers(0, m, size=T)
+        result = ch["viterbi"](*(np.log(x) for x in (pi, A, B)), obs)
+        paths, joint = brute(pi, A, B, obs)
+        assert result.path.tolist() == paths[joint.argmax()].tolist()
+        assert abs(result.log_prob - joint.max()) < 1e-9
+
+
+def test_posteriors_sum_to_one_on_long_sequences(ch):
+    rng = np.random.default_rng(2)
+    logs = tuple(np.log(x) for x in random_hmm(rng, 4, 6))
+    obs = rng.integers(0, 6, size=5000)
+    la, ll = ch["forward_log"](*logs, obs)
+    lb = ch["backward_log"](logs[1], logs[2], obs)
+    assert np.isfinite(ll) and ll < -5000
+    gamma = ch["state_posteriors"](la, lb)
+    np.testing.assert_allclose(gamma.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(ch["logsumexp"](la + lb, axis=1), ll, rtol=1e-12)
+
+
+def test_sampling_matches_the_model(ch):
+    rng = np.random.default_rng(3)
+    states, obs = ch["sample_hmm"](ch["CASINO_PI"], ch["CASINO_A"], ch["CASINO_B"], 20_000, rng)
+    counts = np.zeros((2, 2))
+    np.add.at(counts, (states[:-1], states[1:]), 1)
+    np.testing.assert_allclose(counts / counts.sum(1, keepdims=True), ch["CASINO_A"], atol=0.02)
+
+
+@pytest.mark.slow
+def test_pos_tagging_accuracy(ch):
+    train = [(s.words, ch["universal_tags"](s.tags)) for s in ch["load_brown"]("train")]
+    test = [(s.words, ch["universal_tags"](s.tags)) for s in ch["load_brown"]("test")]
+    index = ch["build_word_index"]([w for w, _ in train])
+    pi, A, B = ch["estimate_hmm"]([ch["encode_tags"](t) for _, t in train],
+                                  [ch["encode_words"](w, index) for w, _ in train],
+                                  len(ch["TAGS"]), len(index), alpha=1.0, beta=0.01)
+    logs = tuple(ch["safe_log"](x) for x in (pi, A, B))
+    start = time.perf_counter()
+    guess = np.concatenate([ch["viterbi"](*logs, ch["encode_words"](w, index)).path for w, _ in test])
+    seconds = time.perf_counter() - start
+    gold = np.concatenate([ch["encode_tags"](t) for _, t in test])
+    seen = {w.lower() for words, _ in train for w in words}
+    unknown = np.array([w.lower() not in seen for words, _ in test for w in words])
+    overall, on_unknown = float(np.mean(guess == gold)), float(np.mean(guess[unknown] == gold[unknown]))
+    record("ch02_pos", accuracy_overall=round(overall, 4), accuracy_unknown=round(on_unknown, 4),
+           unknown_share=round(float(unknown.mean()), 4), test_tokens=int(len(gold)), tagging_seconds=round(seconds, 2))
+    assert overall >= 0.93
+    assert on_unknown >= 0.7
+    assert seconds < 30
+
+
+@pytest.mark.slow
+def test_baum_welch_recovers_the_casino(ch):
+    rng = np.random.default_rng(7)
+    pi_true, A_true, B_true = ch["CASINO_PI"], ch["CASINO_A"], ch["CASINO_B"]
+    data = [ch["sample_hmm"](pi_true, A_true, B_true, 500, rng)[1] for _ in range(40)]  # 20,000 rolls
+    params = (np.log([0.5, 0.5]), np.log([[0.8, 0.2], [0.2, 0.8]]), np.log(rng.dirichlet(np.ones(6) * 20, size=2)))
+    history = []
+    for _ in range(60):
+        pi, A, B, ll = ch["baum_welch_step"](*params, data)
+        history.append(ll)
+        params = tuple(ch["safe_log"](x) for x in (pi, A, B))
+    assert all(b >= a - 1e-7 for a, b in zip(history, history[1:])), "the log-likelihood decreased"
+    A, B = np.exp(params[1]), np.exp(params[2])
+    error_A, error_B = min(
+        (np.abs(A[np.ix_(p, p)] - A_true).max(), np.abs(B[list(p)] - B_true).max())
+        for p in itertools.permutations(range(2)))
+    record("ch02_baum_welch", observations=20_000, iterations=60, max_error_A=round(float(error_A), 4),
+           max_error_B=round(float(error_B), 4))
+    assert error_A <= 0.05 and error_B <= 0.05
