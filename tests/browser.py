@@ -72,7 +72,7 @@ def scroll_to(page, locator, steps: int = 150) -> None:
     """
     # "Run All" follows the running cell, so a widget near the end is usually rendered already;
     # it may take a moment to appear after its cell finished.
-    deadline = time.time() + 20
+    deadline = time.time() + 60
     while time.time() < deadline:
         if locator.count():
             locator.first.evaluate("element => element.scrollIntoView({block: 'center'})")
@@ -105,11 +105,13 @@ def figure_source(box) -> str:
 
 
 def nudge_slider(page, box, label: str, pixels: int = 40) -> None:
-    """Drag a slider's handle to the right with the mouse, as a person would."""
+    """Drag a slider's handle with the mouse, as a person would (right, or left from the end)."""
     control = box.locator(".widget-inline-hbox", has=page.locator(".widget-label", has_text=label)).first
     handle = control.locator('[role="slider"], .noUi-handle, .ui-slider-handle').first
     # Centre it: near the top, a sticky toolbar (Notebook 7) would take the mouse.
     handle.evaluate("element => element.scrollIntoView({block: 'center'})")
+    if handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax"):
+        pixels = -pixels  # already at the right end: move it left instead
     where = handle.bounding_box()
     x, y = where["x"] + where["width"] / 2, where["y"] + where["height"] / 2
     page.mouse.move(x, y)
