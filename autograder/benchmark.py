@@ -1,0 +1,124 @@
+"""Wall time of autograder/grade.py against plain serial `nbgrader autograde`, on the same simulated batch.
+
+    python autograder/benchmark.py [--students 50] [--out build/results/autograder-benchmark.json]
+
+The batch: N students x every chapter that exists, mixed as honest (solution; solution whose
+answers warn), partly wrong, untouched, and adversarial (edited/duplicated tests,
+monkeypatching, swallowed exceptions, sys.exit, hard-coded answers) from
+tests/adversarial/generate.py. Submissions that would endanger the machine under plain
+nbgrader (memory bombs, floods, endless loops) are left out of BOTH runs, so the figure
+compares like with like. nbgrader runs in its own workspace with this course's configuration
+(the same 60 s cell timeout); this tool runs with --jobs = every core. Reported: both wall
+times, the speed-up, whether the honest submissions got identical scores, and the per-notebook
+overhead this tool measured (kernel start; the preload it avoids).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "tests"))
+
+MIX = ["honest_solution", "honest_warning", "partly_wrong", "honest_release", "edit_tests", "duplicate_tests_solution",
+       "monkeypatch_numpy", "monkeypatch_check", "swallow_exceptions", "sys_exit"]
+HONEST = {"honest_solution", "honest_warning", "partly_wrong", "honest_release"}
+
+
+def build_batch(root: Path, students: int) -> dict[str, str]:
+    """submitted/<student>/<chapter>/ for nbgrader and for this tool; returns student -> kind."""
+    import nbformat
+
+    from adversarial.generate import submissions
+
+    from grade import chapters
+
+    kinds = {f"s{i:03d}_{MIX[i % len(MIX)]}": MIX[i % len(MIX)] for i in range(students)}
+    for chapter in chapters():
+        made = submissions(chapter)
+        names = sorted(p.name for p in (REPO / "solutions" / chapter).glob("*.ipynb"))
+        for student, kind in kinds.items():
+            folder = root / "submitted" / student / chapter
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(made[kind][0], folder / names[0])
+    return kinds
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=50)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", type=Path, default=REPO / "build" / "results" / "autograder-benchmark.json")
+    parser.add_argument("--skip-nbgrader", action="store_true", help="time only this tool")
+    args = parser.parse_args(argv)
+    from grade import chapters
+    from workspace import make_workspace
+
+    with tempfile.TemporaryDirectory(prefix="seqlab-bench-") as tmp:
+        tmp = Path(tmp)
+        kinds = build_batch(tmp / "batch", args.students)
+        notebooks = len(kinds) * len(chapters())
+        figures: dict = {"students": len(kinds), "chapters": chapters(), "notebooks": notebooks, "cores": os.cpu_count()}
+
+        ours = make_workspace(tmp / "ours")
+        shutil.copytree(tmp / "batch" / "submitted", ours / "submitted")
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, str(HERE / "grade.py"), str(ours), "--jobs", str(args.jobs), "--no-progress"],
+                              env=env(), capture_output=True, text=True)
+        figures["this_tool_s"] = round(time.perf_counter() - start, 1)
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            return 1
+        our_scores = {(r["student"], r["chapter"]): float(r["score"]) for r in csv.DictReader(open(ours / "grades.csv"))}
+        ready = [e["timings"]["kernel_ready_s"] for p in (ours / "autograder-results").glob("*/*/result.json")
+                 for e in json.loads(p.read_text())["notebooks"].values() if e.get("timings")]
+        figures["kernel_ready_s_median"] = round(sorted(ready)[len(ready) // 2], 3) if ready else None
+
+        if not args.skip_nbgrader:
+            theirs = make_workspace(tmp / "nbgrader")
+            shutil.copytree(tmp / "batch" / "submitted", theirs / "submitted")
+            start = time.perf_counter()
+            for chapter in chapters():
+                subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", chapter, "--force",
+                                f"--CourseDirectory.release_directory={tmp / 'release'}"], cwd=theirs, env=env(),
+                               capture_output=True, text=True)
+                subprocess.run([sys.executable, "-m", "nbgrader", "autograde", chapter], cwd=theirs, env=env(),
+                               capture_output=True, text=True)
+            figures["nbgrader_serial_s"] = round(time.perf_counter() - start, 1)
+            from nbgrader.api import Gradebook
+
+            theirs_scores = {}
+            with Gradebook(f"sqlite:///{theirs / 'gradebook.db'}") as gb:
+                for chapter in chapters():
+                    for sub in gb.assignment_submissions(chapter):
+                        theirs_scores[(sub.student.id, chapter)] = sub.score
+            honest = [k for k in our_scores if kinds.get(k[0]) in HONEST]
+            differ = [k for k in honest if abs(our_scores[k] - theirs_scores.get(k, -1)) > 1e-9]
+            figures["honest_identical"] = not differ
+            figures["honest_differ"] = differ[:10]
+            figures["speedup"] = round(figures["nbgrader_serial_s"] / figures["this_tool_s"], 2)
+        figures["per_notebook_s"] = round(figures["this_tool_s"] * args.jobs / notebooks, 2)
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(figures, indent=1))
+    print(json.dumps(figures, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

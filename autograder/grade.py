@@ -1,0 +1,266 @@
+"""Grade a batch of submissions, one chapter or all, in parallel sandboxes; grades land in nbgrader's gradebook.
+
+    python autograder/grade.py WORKSPACE [--submissions DIR] [--chapter CH ...] [--jobs N]
+
+WORKSPACE is a grading workspace (autograder/workspace.py; created if missing). Submissions
+come from WORKSPACE/submitted/<student>/<chapter>/ (nbgrader's layout, e.g. after
+`nbgrader collect`), or from --submissions DIR, which may hold that layout too, or what an
+LMS exports: one <student>.zip per student (the chapter notebooks anywhere inside), or
+notebooks named <student>.ipynb / <student>_<notebook>.ipynb, or <student>/<notebook>.ipynb;
+those are collected into WORKSPACE/submitted/ first.
+
+Output: the gradebook (WORKSPACE/gradebook.db, or --db-url), WORKSPACE/autograded/ (executed
+notebooks, for formgrader), WORKSPACE/feedback/ (HTML without hidden tests),
+WORKSPACE/grades.csv and WORKSPACE/grading-report.md (every submission that lost points for
+a reason other than a failed test, and why). Results of each job are kept in
+WORKSPACE/autograder-results/; running again (after Ctrl-C, a crash, new submissions) grades
+only what is missing or changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from job import course_version, run_job, submission_hash  # noqa: E402
+from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
+from workspace import make_workspace  # noqa: E402
+
+REPO = HERE.parent
+SOLUTIONS = REPO / "solutions"
+MAX_ZIP_BYTES = 50 * 2**20
+STUDENT_ID = re.compile(r"[^A-Za-z0-9._@+-]+")
+
+
+def chapters() -> list[str]:
+    return sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and not p.name.startswith(".") and any(p.glob("*.ipynb")))
+
+
+def notebook_names(chapter: str) -> list[str]:
+    return sorted(p.name for p in (SOLUTIONS / chapter).glob("*.ipynb"))
+
+
+# -- collecting LMS exports ---------------------------------------------------------------------
+
+def clean_id(name: str) -> str:
+    return STUDENT_ID.sub("_", name).strip("._") or "unknown"
+
+
+def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
+    """Copy an export folder into submitted/<student>/<chapter>/; return the notes on what was odd."""
+    notes: list[str] = []
+    owners = {name: ch for ch in wanted for name in notebook_names(ch)}
+
+    def place(student: str, name: str, data: bytes, chapter: str | None = None) -> None:
+        chapter = chapter or owners.get(name) or (wanted[0] if len(wanted) == 1 else None)
+        if chapter is None:
+            notes.append(f"{student}: {name} belongs to no chapter being graded; ignored")
+            return
+        folder = submitted / student / chapter
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+
+    for entry in sorted(source.iterdir()):
+        if entry.is_dir():
+            subdirs = [d for d in entry.iterdir() if d.is_dir() and d.name in wanted]
+            if subdirs:  # nbgrader layout: <student>/<chapter>/
+                for d in subdirs:
+                    target = submitted / clean_id(entry.name) / d.name
+                    if d.resolve() != target.resolve():
+                        shutil.rmtree(target, ignore_errors=True)
+                        shutil.copytree(d, target)
+            else:
+                for nb in sorted(entry.glob("*.ipynb")):
+                    place(clean_id(entry.name), nb.name, nb.read_bytes())
+                if not any(entry.glob("*.ipynb")):
+                    for chapter in wanted:
+                        (submitted / clean_id(entry.name) / chapter).mkdir(parents=True, exist_ok=True)
+                    notes.append(f"{entry.name}: the folder holds no notebook")
+        elif entry.suffix == ".zip":
+            student = clean_id(entry.stem)
+            try:
+                with zipfile.ZipFile(entry) as archive:
+                    members = [m for m in archive.infolist() if m.filename.endswith(".ipynb")
+                               and "__MACOSX" not in m.filename and not m.is_dir()]
+                    if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
+                        raise zipfile.BadZipFile(f"the notebooks inside are larger than {MAX_ZIP_BYTES // 2**20} MB")
+                    for member in members:
+                        parts = Path(member.filename).parts
+                        chapter = next((p for p in parts if p in wanted), None)
+                        place(student, parts[-1], archive.read(member), chapter)
+                    if not members:
+                        notes.append(f"{entry.name}: the zip file holds no notebook")
+            except (zipfile.BadZipFile, OSError, EOFError) as error:
+                notes.append(f"{entry.name}: not a readable zip file ({error})")
+            for chapter in wanted:
+                (submitted / student / chapter).mkdir(parents=True, exist_ok=True)
+        elif entry.suffix == ".ipynb":
+            stem = entry.stem
+            match = next((n for n in owners if stem.endswith("_" + n[:-6]) or stem.endswith("-" + n[:-6])), None)
+            if match:
+                place(clean_id(stem[: -len(match[:-6]) - 1]), match, entry.read_bytes())
+            else:
+                place(clean_id(stem), notebook_names(wanted[0])[0] if len(wanted) == 1 else entry.name, entry.read_bytes())
+    return notes
+
+
+# -- the pool -------------------------------------------------------------------------------------
+
+_sandbox: Sandbox | None = None
+
+
+def _worker_start(root: str, limits: Limits, sandboxed: bool) -> None:
+    global _sandbox
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+    _sandbox = Sandbox(Path(tempfile.mkdtemp(prefix="worker-", dir=root)), limits, sandboxed=sandboxed)
+    _sandbox.start()
+
+
+def _worker_job(submission: str, chapter: str, student: str, out: str) -> dict:
+    assert _sandbox is not None
+    started = time.perf_counter()
+    result = run_job(Path(submission), SOLUTIONS / chapter, student, Path(out), _sandbox)
+    return {"student": student, "chapter": chapter, "score": result["score"], "max_score": result["max_score"],
+            "seconds": time.perf_counter() - started}
+
+
+def up_to_date(out: Path, submission: Path, version: str) -> bool:
+    try:
+        result = json.loads((out / "result.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return result.get("course_version") == version and result.get("submission_hash") == submission_hash(submission)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workspace", type=Path)
+    parser.add_argument("--submissions", type=Path, help="an export folder to collect first (default: WORKSPACE/submitted)")
+    parser.add_argument("--chapter", action="append", help="a chapter to grade (repeatable; default: every chapter)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel sandboxes (default: every core)")
+    parser.add_argument("--db-url", help="SQLAlchemy URL of the gradebook (default: sqlite in the workspace)")
+    parser.add_argument("--memory-gb", type=float, default=4.0, help="memory limit per kernel (default 4)")
+    parser.add_argument("--cell-timeout", type=int, default=60)
+    parser.add_argument("--notebook-timeout", type=int, default=600)
+    parser.add_argument("--regrade", action="store_true", help="grade everything again, even unchanged submissions")
+    parser.add_argument("--allow-unsandboxed", action="store_true",
+                        help="grade even without bubblewrap: submitted code then runs with YOUR permissions")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    # nbgrader's gradebook runs `alembic` from this Python's scripts folder
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+    sandboxed = bubblewrap() is not None
+    if not sandboxed:
+        if not args.allow_unsandboxed:
+            print("grade: bubblewrap (bwrap) is missing or cannot create namespaces here, so submitted code cannot be "
+                  "isolated.\n  Install it (apt-get install bubblewrap), grade inside Docker (see autograder/README.md), "
+                  "or pass --allow-unsandboxed to accept running students' code with your permissions.", file=sys.stderr)
+            return 2
+        print("grade: WARNING: grading WITHOUT a sandbox (--allow-unsandboxed)", file=sys.stderr)
+
+    workspace = args.workspace.expanduser().resolve()
+    if not (workspace / "nbgrader_config.py").exists():
+        make_workspace(workspace, args.db_url)
+    db_url = args.db_url or f"sqlite:///{workspace / 'gradebook.db'}"
+    wanted = args.chapter or chapters()
+    unknown = [c for c in wanted if c not in chapters()]
+    if unknown:
+        print(f"grade: unknown chapter(s) {unknown}; the course has {chapters()}", file=sys.stderr)
+        return 2
+    submitted = workspace / "submitted"
+    submitted.mkdir(parents=True, exist_ok=True)
+    notes = collect(args.submissions.resolve(), submitted, wanted) if args.submissions else []
+    for note in notes:
+        print(f"collect: {note}", file=sys.stderr)
+
+    from merge import merge_result, register_chapter, write_reports
+
+    results_root = workspace / "autograder-results"
+    jobs, results_dirs = [], []
+    for chapter in wanted:
+        register_chapter(db_url, SOLUTIONS / chapter)
+        version = course_version(SOLUTIONS / chapter)
+        for student_dir in sorted(d for d in submitted.iterdir() if d.is_dir()):
+            submission = student_dir / chapter
+            if not submission.is_dir():
+                continue
+            out = results_root / chapter / student_dir.name
+            results_dirs.append(out)
+            if args.regrade or not up_to_date(out, submission, version):
+                jobs.append((str(submission), chapter, student_dir.name, str(out)))
+    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                    memory_bytes=int(args.memory_gb * 2**30))
+    print(f"grade: {len(results_dirs)} submissions, {len(jobs)} to grade, {args.jobs} parallel sandbox(es)"
+          f"{'' if sandboxed else ' (UNSANDBOXED)'}", file=sys.stderr)
+
+    from tqdm import tqdm
+
+    started = time.perf_counter()
+    work_root = tempfile.mkdtemp(prefix="seqlab-grading-")
+    interrupted = False
+    merged: set[str] = set()
+    try:
+        if jobs:
+            with futures.ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(jobs))), initializer=_worker_start,
+                                             initargs=(work_root, limits, sandboxed)) as pool:
+                pending = {pool.submit(_worker_job, *job): job for job in jobs}
+                bar = tqdm(total=len(jobs), unit="submission", disable=args.no_progress, file=sys.stderr)
+                try:
+                    for future in futures.as_completed(pending):
+                        submission, chapter, student, out = pending[future]
+                        try:
+                            done = future.result()
+                            bar.set_postfix_str(f"{student}/{chapter[:2]} {done['score']:g}/{done['max_score']:g}")
+                        except Exception as error:  # noqa: BLE001 - one broken job never stops the others
+                            print(f"grade: {student}/{chapter}: the job failed ({type(error).__name__}: {error}); "
+                                  "it will be retried on the next run", file=sys.stderr)
+                        if (Path(out) / "result.json").exists():
+                            merge_result(db_url, workspace, Path(out))
+                            merged.add(out)
+                        bar.update(1)
+                except KeyboardInterrupt:
+                    interrupted = True
+                    for future in pending:
+                        future.cancel()
+                    for process in list(getattr(pool, "_processes", {}).values()):
+                        process.terminate()
+                    raise
+                finally:
+                    bar.close()
+    except KeyboardInterrupt:
+        print("\ngrade: interrupted; finished results are in the gradebook. Run the same command again to "
+              "grade the rest.", file=sys.stderr)
+    finally:
+        shutil.rmtree(work_root, ignore_errors=True)
+
+    results = []
+    for out in results_dirs:
+        if (out / "result.json").exists():
+            if str(out) not in merged:
+                merge_result(db_url, workspace, out)
+            results.append(json.loads((out / "result.json").read_text()))
+    write_reports(db_url, results, workspace / "grades.csv", workspace / "grading-report.md")
+    flagged = sum(1 for r in results if r.get("problem") or any(e.get("problems") for e in r["notebooks"].values()))
+    print(f"grade: {len(results)} of {len(results_dirs)} submissions graded in the gradebook "
+          f"({time.perf_counter() - started:.1f} s this run); {flagged} with problems listed in "
+          f"{workspace / 'grading-report.md'}; grades in {workspace / 'grades.csv'}", file=sys.stderr)
+    return 130 if interrupted else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

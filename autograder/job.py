@@ -1,0 +1,304 @@
+"""Grade ONE submission of one chapter: the stateless job that grade.py runs in a process pool.
+
+    python autograder/job.py SUBMISSION_DIR --chapter 01-ngram-language-models --student alice --out RESULT_DIR
+
+Input: the submission folder (the chapter's notebooks, as in nbgrader's submitted/<student>/<chapter>/)
+and the course version (the chapter's source notebooks in solutions/). Output, in RESULT_DIR:
+result.json (scores per graded cell, the reasons a submission lost points other than a failed
+test, hashes of the input and of the course version) and the executed notebooks. Nothing else
+is read or written, so the same job runs unchanged on a Kubernetes Job or any batch engine;
+merge.py then puts the result files into the nbgrader gradebook.
+
+What it does, per source notebook:
+1. read the student's notebook; a missing, renamed or invalid one gets zero and a reason;
+2. rebuild it from the source (rebuild()): every graded test cell and every locked cell is
+   the source's, by grade_id, with the source's metadata and points (edited tests restored,
+   deleted ones put back, duplicates dropped, foreign "graded" cells made ungraded); the
+   student's answer cells and own cells are kept;
+3. execute it in a fresh sandboxed kernel (executor.py) in grading mode;
+4. score each graded cell with nbgrader's own determine_grade, after moving warnings to
+   stdout (course_preprocessors.KeepWarningsVisible); a cell whose code raised, that was not
+   run, or around which tampering was detected scores zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+from nbgrader import utils
+from nbgrader.preprocessors import ClearSolutions, ComputeChecksums, LimitOutput
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from course_preprocessors import KeepWarningsVisible  # noqa: E402
+from sandbox import Limits, Sandbox  # noqa: E402
+
+REPO = HERE.parent
+CODE_FILES = ["job.py", "executor.py", "sandbox.py", "kernel_proxy.py", "inkernel/integrity.py",
+              "inkernel/zygote.py", "course_preprocessors.py"]
+RESULT_VERSION = 1
+
+
+def digest(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for path in sorted(paths):
+        h.update(path.name.encode())
+        h.update(path.read_bytes() if path.is_file() else b"<missing>")
+    return h.hexdigest()[:16]
+
+
+def course_version(source_dir: Path) -> str:
+    """Changes when the chapter's sources or the grader's code change: then everything regrades."""
+    return digest(sorted(source_dir.glob("*.ipynb")) + [HERE / f for f in CODE_FILES])
+
+
+def submission_hash(submission_dir: Path) -> str:
+    return digest(sorted(submission_dir.glob("*.ipynb"))) if submission_dir.is_dir() else "missing"
+
+
+def canonical(source: Path) -> NotebookNode:
+    """The source as nbgrader stores it in the gradebook: answer stubs, full tests, checksums."""
+    nb = nbformat.read(source, as_version=4)
+    nb, _ = ClearSolutions().preprocess(nb, {})
+    nb, _ = ComputeChecksums().preprocess(nb, {})
+    return nb
+
+
+def definitions(source: Path) -> str:
+    """The chapter's own setup code (cells tagged "definitions"); the integrity guard trusts its imports."""
+    nb = nbformat.read(source, as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code" and "definitions" in c.metadata.get("tags", []))
+
+
+def read_student(path: Path) -> tuple[NotebookNode | None, str | None]:
+    """The student's notebook, or None and the reason in plain words."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        return None, f"{path.name} could not be read ({error.strerror})"
+    if not raw.strip():
+        return None, f"{path.name} is empty"
+    try:
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError as error:
+        return None, f"{path.name} is not a valid notebook: broken JSON at line {error.lineno}, column {error.colno}"
+    if not isinstance(data, dict) or "nbformat" not in data:
+        return None, f"{path.name} is not a notebook (no nbformat version)"
+    if data.get("nbformat") not in (3, 4):
+        return None, f"{path.name} has nbformat version {data.get('nbformat')!r}; version 4 is expected"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(json.dumps(data), as_version=4)
+            nbformat.validate(nb, relax_add_props=True)
+    except Exception as error:  # noqa: BLE001 - nbformat raises many kinds
+        message = str(error).splitlines()[0][:200]
+        # an invalid but readable notebook is still graded when its cells are usable
+        try:
+            nb = nbformat.from_dict(data) if data.get("nbformat") == 4 else None
+            assert nb is not None and isinstance(nb.get("cells"), list)
+            for cell in nb.cells:
+                assert cell["cell_type"] in ("code", "markdown", "raw")
+                cell.setdefault("metadata", {})
+                if isinstance(cell.get("source"), list):
+                    cell["source"] = "".join(cell["source"])
+                assert isinstance(cell.get("source", ""), str)
+        except Exception:  # noqa: BLE001
+            return None, f"{path.name} is not a valid notebook: {message}"
+    return nb, None
+
+
+def _visible(source: str) -> str:
+    """A test cell's source as the student sees it: without the hidden tests."""
+    return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.S).strip()
+
+
+def rebuild(canon: NotebookNode, student: NotebookNode) -> tuple[NotebookNode, list[str]]:
+    """The notebook to execute: the source's graded and locked cells, the student's answers and own cells."""
+    notes: list[str] = []
+    by_id = {c.metadata.nbgrader["grade_id"]: c for c in canon.cells if "grade_id" in c.metadata.get("nbgrader", {})}
+    order = list(by_id)
+    taken: dict[str, NotebookNode] = {}
+    extras: dict[str | None, list[NotebookNode]] = {None: []}
+    anchor: str | None = None
+    for cell in student.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
+        gid = meta.get("grade_id") if isinstance(meta, dict) else None
+        if gid in by_id:
+            if gid in taken:
+                notes.append(f"a duplicate of cell '{gid}' was removed")
+                continue
+            source = by_id[gid]
+            if utils.is_solution(source) and cell.get("cell_type") == source.cell_type:
+                kept = nbformat.from_dict({**source, "source": cell.get("source", "")})
+            else:
+                kept = nbformat.from_dict(dict(source))
+                if utils.is_grade(source) and _visible(cell.get("source", "")) != _visible(source.source):
+                    notes.append(f"the test cell '{gid}' was edited; the original was restored")
+            kept.metadata = nbformat.from_dict(json.loads(json.dumps(source.metadata)))
+            taken[gid] = kept
+            anchor = gid
+            continue
+        if gid is not None or meta:
+            if isinstance(meta, dict) and (meta.get("grade") or meta.get("solution") or meta.get("locked")):
+                notes.append(f"a cell marked as graded with an unknown id {gid!r} was made ungraded")
+            cell = nbformat.from_dict(dict(cell))
+            cell.metadata.pop("nbgrader", None)
+        if cell.get("cell_type") == "code":
+            cell = nbformat.from_dict({"cell_type": "code", "metadata": dict(cell.get("metadata", {})),
+                                       "source": cell.get("source", ""), "outputs": [], "execution_count": None})
+        extras.setdefault(anchor, []).append(cell)
+    cells = list(extras[None])
+    for gid in order:
+        if gid not in taken:
+            if utils.is_grade(by_id[gid]) or utils.is_locked(by_id[gid]):
+                notes.append(f"the cell '{gid}' was deleted; the original was put back")
+            taken[gid] = nbformat.from_dict(json.loads(json.dumps(by_id[gid])))
+        cells.append(taken[gid])
+        cells += extras.get(gid, [])
+    nb = nbformat.v4.new_notebook(cells=cells, metadata=json.loads(json.dumps(canon.metadata)))
+    for cell in nb.cells:
+        cell.pop("id", None)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.nbformat, nb.nbformat_minor = 4, 4
+    return nb, notes
+
+
+def score_cells(nb: NotebookNode, execution=None, reason: str | None = None) -> dict[str, dict]:
+    """Per graded cell: auto score (nbgrader's determine_grade), max score, and why it is zero if it is."""
+    cells = {}
+    for index, cell in enumerate(nb.cells):
+        if not utils.is_grade(cell):
+            continue
+        gid = cell.metadata.nbgrader["grade_id"]
+        auto, max_score = utils.determine_grade(cell)
+        why = None
+        if execution is None:
+            auto, why = 0.0, reason
+        elif cell.cell_type == "code" and not utils.is_solution(cell):
+            if index in execution.not_run:
+                auto, why = 0.0, "not run: " + (execution.problems[-1] if execution.problems else "the notebook stopped")
+            elif execution.replies.get(index) == "error" and auto:
+                auto, why = 0.0, "the cell raised an error (its error output was hidden)"
+            elif index in execution.tampering:
+                auto, why = 0.0, "tampering detected: " + "; ".join(execution.tampering[index][:3])
+            elif index in execution.timed_out:
+                auto, why = 0.0, "timed out"
+        cells[gid] = {"auto_score": auto, "max_score": max_score, "solution": utils.is_solution(cell),
+                      "test": not utils.is_solution(cell), "reason": why,
+                      "no_response": bool(utils.is_solution(cell) and cell.metadata.nbgrader.get("checksum") == utils.compute_checksum(cell))}
+    return cells
+
+
+def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) -> tuple[dict, NotebookNode]:
+    canon = canonical(source)
+    if not student_path.exists():
+        found = sorted(p.name for p in student_path.parent.glob("*.ipynb")) if student_path.parent.is_dir() else []
+        others = [name for name in found if name != source.name]
+        reason = f"{source.name} is missing" + (f" (found {', '.join(others)}: a notebook must keep its name)" if others else "")
+        return {"status": "missing", "problems": [reason], "cells": score_cells(canon, None, reason)}, canon
+    student, reason = read_student(student_path)
+    if student is None:
+        return {"status": "invalid", "problems": [reason], "cells": score_cells(canon, None, reason)}, canon
+    nb, notes = rebuild(canon, student)
+    graded = {i for i, c in enumerate(nb.cells) if utils.is_grade(c) and not utils.is_solution(c) and c.cell_type == "code"}
+    execution = asyncio.run(executor_run(nb, sandbox, graded, definitions(source)))
+    for cell in nb.cells:
+        KeepWarningsVisible().preprocess_cell(cell, {}, 0)
+    nb, _ = LimitOutput().preprocess(nb, {})
+    problems = list(execution.problems)
+    for index, found in sorted(execution.tampering.items()):
+        gid = nb.cells[index].metadata.get("nbgrader", {}).get("grade_id", index)
+        problems.append(f"tampering detected at test '{gid}': " + "; ".join(found[:4]))
+    for index in execution.timed_out:
+        problems.append(f"cell #{index} ran longer than {sandbox.limits.cell_timeout} s and was interrupted")
+    memory = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
+        o.get("ename") == "MemoryError" or "MemoryError" in str(o.get("text", "")) for o in c.outputs)]
+    for index in memory:
+        problems.append(f"cell #{index} reached the memory limit ({sandbox.limits.memory_bytes / 2**30:.1f} GiB)")
+    if execution.output_dropped_bytes:
+        problems.append(f"the notebook printed too much; {execution.output_dropped_bytes:,d} bytes of output were dropped")
+    cells = score_cells(nb, execution)
+    return {"status": "graded", "problems": problems, "repairs": notes, "cells": cells,
+            "timings": {"kernel_ready_s": round(execution.kernel_ready_s, 3), "run_s": round(execution.seconds, 3)}}, nb
+
+
+async def executor_run(nb, sandbox, graded, defs):
+    from executor import run
+
+    return await run(nb, sandbox, graded, defs)
+
+
+def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox: Sandbox, feedback: bool = True) -> dict:
+    """Grade one submission folder against one chapter's sources; write out/result.json; return it."""
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"version": RESULT_VERSION, "student": student, "chapter": source_dir.name,
+              "course_version": course_version(source_dir), "submission_hash": submission_hash(submission),
+              "timestamp": None, "notebooks": {}, "sandboxed": sandbox.sandboxed}
+    stamp = submission / "timestamp.txt"
+    if stamp.is_file():
+        result["timestamp"] = stamp.read_text(errors="replace").strip()[:64]
+    if not submission.is_dir() or not any(submission.glob("*.ipynb")):
+        result["problem"] = "no notebook was submitted for this chapter"
+    for source in sorted(source_dir.glob("*.ipynb")):
+        sandbox.reset_scratch()
+        entry, nb = grade_notebook(source, submission / source.name, sandbox)
+        nbformat.write(nb, out / source.name)
+        result["notebooks"][source.stem] = entry
+        if feedback:
+            from feedback import feedback_html
+
+            (out / f"{source.stem}.html").write_text(feedback_html(nb, entry, student, source_dir.name, source.stem))
+    sandbox.reset_scratch()
+    scores = [c for n in result["notebooks"].values() for c in n["cells"].values()]
+    result["score"] = sum(c["auto_score"] or 0 for c in scores)
+    result["max_score"] = sum(c["max_score"] for c in scores)
+    tmp = out / "result.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, out / "result.json")  # atomic: a result file exists only when complete
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Grade one submission (the stateless job).")
+    parser.add_argument("submission", type=Path, help="folder with the student's notebooks for this chapter")
+    parser.add_argument("--chapter", required=True)
+    parser.add_argument("--student", required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--source", type=Path, default=REPO / "solutions", help="the course's source folder")
+    parser.add_argument("--work", type=Path, default=None, help="scratch folder of the sandbox (default: a temp folder)")
+    parser.add_argument("--allow-unsandboxed", action="store_true")
+    args = parser.parse_args(argv)
+    import tempfile
+
+    from sandbox import bubblewrap
+
+    sandboxed = bubblewrap() is not None
+    if not sandboxed and not args.allow_unsandboxed:
+        print("job: bubblewrap is not available; refusing to run submitted code unsandboxed "
+              "(pass --allow-unsandboxed to accept that risk)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="seqlab-job-", dir=args.work) as work:
+        sandbox = Sandbox(Path(work), Limits(), sandboxed=sandboxed)
+        try:
+            result = run_job(args.submission, args.source / args.chapter, args.student, args.out, sandbox)
+        finally:
+            sandbox.close()
+    print(json.dumps({"student": args.student, "score": result["score"], "max_score": result["max_score"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
