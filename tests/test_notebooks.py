@@ -16,21 +16,17 @@ def check_clean(nb) -> None:
     assert not failures, f"cells with errors or stderr output: {failures}"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
-def test_solution_runs_in_learner_mode_within_budget(path):
-    nb, seconds = execute(path, grading=False)
-    check_clean(nb)
-    record(f"time-{path.stem}-learner", seconds=round(seconds, 1), budget=LEARNER_BUDGET_S)
-    assert seconds <= LEARNER_BUDGET_S, f"{path.name} took {seconds:.0f} s in learner mode (budget {LEARNER_BUDGET_S} s)"
+BUDGETS = {"learner": LEARNER_BUDGET_S, "grading": GRADING_BUDGET_S}
+RUNS = [pytest.param(path, mode, id=f"{path.stem}-{mode}", marks=[pytest.mark.slow] if mode == "learner" else [])
+        for path in SOLUTIONS for mode in BUDGETS]
 
 
-@pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
-def test_solution_runs_in_grading_mode_within_budget(path):
-    nb, seconds = execute(path, grading=True)
+@pytest.mark.parametrize("path, mode", RUNS)
+def test_solution_runs_clean_within_budget(path, mode):
+    nb, seconds = execute(path, grading=mode == "grading")
     check_clean(nb)
-    record(f"time-{path.stem}-grading", seconds=round(seconds, 1), budget=GRADING_BUDGET_S)
-    assert seconds <= GRADING_BUDGET_S, f"{path.name} took {seconds:.1f} s in grading mode (budget {GRADING_BUDGET_S} s)"
+    record(f"time-{path.stem}-{mode}", seconds=round(seconds, 1), budget=BUDGETS[mode])
+    assert seconds <= BUDGETS[mode], f"{path.name} took {seconds:.1f} s in {mode} mode (budget {BUDGETS[mode]} s)"
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
