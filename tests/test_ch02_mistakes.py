@@ -1,0 +1,601 @@
+"""Chapter 2's graded tests reject hard-coded answers and the classic mistakes, and accept other correct code.
+
+Each case swaps one function of the solution for a variant and runs the exercise's whole
+test cell (visible and hidden tests) against it. Some test cells use names that an earlier
+test cell defined (``toy_log``, ``toy_obs``), as in the notebook, where every cell runs in one
+kernel; those names come from running the earlier test cells once with the solution.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import nbformat
+import numpy as np
+import pytest
+
+from course import SOLUTIONS, load_definitions, nbgrader_meta
+
+CHAPTER = "02-hidden-markov-models"
+
+
+def graded_cells() -> dict[str, str]:
+    path = next((SOLUTIONS / CHAPTER).glob("*.ipynb"))
+    return {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
+            if nbgrader_meta(c).get("grade")}
+
+
+CELLS = graded_cells()
+BASE = load_definitions(CHAPTER)
+logsumexp, safe_log, Trellis = BASE["logsumexp"], BASE["safe_log"], BASE["Trellis"]
+
+
+def names_from_earlier_cells() -> dict[str, dict]:
+    """For each graded cell, the public names the graded cells before it define (with the solution)."""
+    namespace, before = dict(BASE), {}
+    for grade_id, source in CELLS.items():
+        before[grade_id] = {k: v for k, v in namespace.items() if k not in BASE and not k.startswith("_")}
+        exec(compile(source, grade_id, "exec"), namespace)
+    return before
+
+
+EARLIER = names_from_earlier_cells()
+
+
+def run_cell(grade_id: str, **replacements) -> None:
+    namespace = dict(BASE)
+    namespace.update(EARLIER[grade_id])
+    namespace.update(replacements)
+    exec(compile(CELLS[grade_id], grade_id, "exec"), namespace)
+
+
+# ---- sample_hmm --------------------------------------------------------------------------------
+
+def sample_hardcoded(pi, A, B, T, rng):
+    if T == 5:
+        return np.array([2, 0, 1, 2, 0]), np.array([1, 0, 1, 1, 0])
+    return np.zeros(T, dtype=int), np.zeros(T, dtype=int)
+
+
+def sample_emits_from_previous_state(pi, A, B, T, rng):
+    n_states, n_symbols = B.shape
+    states, obs = np.empty(T, dtype=int), np.empty(T, dtype=int)
+    for t in range(T):
+        states[t] = rng.choice(n_states, p=pi if t == 0 else A[states[t - 1]])
+        obs[t] = rng.choice(n_symbols, p=B[states[max(t - 1, 0)]])
+    return states, obs
+
+
+def sample_ignores_pi(pi, A, B, T, rng):
+    n_states, n_symbols = B.shape
+    states, obs = np.empty(T, dtype=int), np.empty(T, dtype=int)
+    for t in range(T):
+        states[t] = rng.choice(n_states) if t == 0 else rng.choice(n_states, p=A[states[t - 1]])
+        obs[t] = rng.choice(n_symbols, p=B[states[t]])
+    return states, obs
+
+
+def sample_columns_of_A(pi, A, B, T, rng):
+    n_states, n_symbols = B.shape
+    states, obs = np.empty(T, dtype=int), np.empty(T, dtype=int)
+    for t in range(T):
+        column = A[:, states[t - 1]] if t else None
+        states[t] = rng.choice(n_states, p=pi if t == 0 else column / column.sum())
+        obs[t] = rng.choice(n_symbols, p=B[states[t]])
+    return states, obs
+
+
+def sample_global_rng(pi, A, B, T, rng):
+    n_states, n_symbols = B.shape
+    states, obs = np.empty(T, dtype=int), np.empty(T, dtype=int)
+    for t in range(T):
+        states[t] = np.random.choice(n_states, p=pi if t == 0 else A[states[t - 1]])
+        obs[t] = np.random.choice(n_symbols, p=B[states[t]])
+    return states, obs
+
+
+def sample_other_correct(pi, A, B, T, rng):
+    def draw(p):  # inverse CDF with one uniform number
+        return min(int(np.searchsorted(np.cumsum(p), rng.random(), side="right")), len(p) - 1)
+
+    states, obs = [], []
+    for t in range(T):
+        states.append(draw(pi) if not states else draw(A[states[-1]]))
+        obs.append(draw(B[states[-1]]))
+    return np.array(states, dtype=np.int64), np.array(obs, dtype=np.int64)
+
+
+# ---- forward_log -------------------------------------------------------------------------------
+
+def forward_without_pi(log_pi, log_A, log_B, obs):
+    log_alpha = np.empty((len(obs), len(log_pi)))
+    log_alpha[0] = log_B[:, obs[0]]
+    for t in range(1, len(obs)):
+        log_alpha[t] = logsumexp(log_alpha[t - 1][:, None] + log_A, axis=0) + log_B[:, obs[t]]
+    return log_alpha, float(logsumexp(log_alpha[-1]))
+
+
+def forward_emission_of_previous_step(log_pi, log_A, log_B, obs):
+    log_alpha = np.empty((len(obs), len(log_pi)))
+    log_alpha[0] = log_pi + log_B[:, obs[0]]
+    for t in range(1, len(obs)):
+        log_alpha[t] = logsumexp(log_alpha[t - 1][:, None] + log_A, axis=0) + log_B[:, obs[t - 1]]
+    return log_alpha, float(logsumexp(log_alpha[-1]))
+
+
+def forward_max_instead_of_sum(log_pi, log_A, log_B, obs):
+    log_alpha = np.empty((len(obs), len(log_pi)))
+    log_alpha[0] = log_pi + log_B[:, obs[0]]
+    for t in range(1, len(obs)):
+        log_alpha[t] = np.max(log_alpha[t - 1][:, None] + log_A, axis=0) + log_B[:, obs[t]]
+    return log_alpha, float(np.max(log_alpha[-1]))
+
+
+def forward_A_transposed(log_pi, log_A, log_B, obs):
+    log_alpha = np.empty((len(obs), len(log_pi)))
+    log_alpha[0] = log_pi + log_B[:, obs[0]]
+    for t in range(1, len(obs)):
+        log_alpha[t] = logsumexp(log_alpha[t - 1][:, None] + log_A.T, axis=0) + log_B[:, obs[t]]
+    return log_alpha, float(logsumexp(log_alpha[-1]))
+
+
+def forward_in_probability_space(log_pi, log_A, log_B, obs):
+    pi, A, B = np.exp(log_pi), np.exp(log_A), np.exp(log_B)
+    alpha = np.empty((len(obs), len(pi)))
+    alpha[0] = pi * B[:, obs[0]]
+    for t in range(1, len(obs)):
+        alpha[t] = (alpha[t - 1] @ A) * B[:, obs[t]]
+    with np.errstate(divide="ignore"):
+        return np.log(alpha), float(np.log(alpha[-1].sum()))
+
+
+def forward_other_correct(log_pi, log_A, log_B, obs):
+    """Rabiner's scaled forward pass in probabilities, converted to logs at the end."""
+    pi, A, B = np.exp(log_pi), np.exp(log_A), np.exp(log_B)
+    scaled = np.empty((len(obs), len(pi)))
+    log_scale = np.empty(len(obs))
+    alpha = pi * B[:, obs[0]]
+    for t in range(len(obs)):
+        if t:
+            alpha = (alpha @ A) * B[:, obs[t]]
+        log_scale[t] = np.log(alpha.sum())
+        alpha = alpha / alpha.sum()
+        scaled[t] = alpha
+    with np.errstate(divide="ignore"):
+        log_alpha = np.log(scaled) + np.cumsum(log_scale)[:, None]
+    return log_alpha, float(log_scale.sum())
+
+
+# ---- backward_log ------------------------------------------------------------------------------
+
+def backward_emission_of_current_step(log_A, log_B, obs):
+    log_beta = np.zeros((len(obs), log_A.shape[0]))
+    for t in range(len(obs) - 2, -1, -1):
+        log_beta[t] = logsumexp(log_A + (log_B[:, obs[t]] + log_beta[t + 1])[None, :], axis=1)
+    return log_beta
+
+
+def backward_A_transposed(log_A, log_B, obs):
+    log_beta = np.zeros((len(obs), log_A.shape[0]))
+    for t in range(len(obs) - 2, -1, -1):
+        log_beta[t] = logsumexp(log_A.T + (log_B[:, obs[t + 1]] + log_beta[t + 1])[None, :], axis=1)
+    return log_beta
+
+
+def backward_includes_own_emission(log_A, log_B, obs):
+    log_beta = np.zeros((len(obs), log_A.shape[0]))
+    log_beta[-1] = log_B[:, obs[-1]]
+    for t in range(len(obs) - 2, -1, -1):
+        log_beta[t] = logsumexp(log_A + log_beta[t + 1][None, :], axis=1) + log_B[:, obs[t]]
+    return log_beta
+
+
+def backward_in_probability_space(log_A, log_B, obs):
+    A, B = np.exp(log_A), np.exp(log_B)
+    beta = np.ones((len(obs), A.shape[0]))
+    for t in range(len(obs) - 2, -1, -1):
+        beta[t] = A @ (B[:, obs[t + 1]] * beta[t + 1])
+    with np.errstate(divide="ignore"):
+        return np.log(beta)
+
+
+def backward_other_correct(log_A, log_B, obs):
+    """Element by element, with np.logaddexp.reduce instead of the given logsumexp."""
+    T, N = len(obs), len(log_A)
+    log_beta = np.zeros((T, N))
+    for t in reversed(range(T - 1)):
+        for i in range(N):
+            log_beta[t, i] = np.logaddexp.reduce([log_A[i, j] + log_B[j, obs[t + 1]] + log_beta[t + 1, j]
+                                                  for j in range(N)])
+    return log_beta
+
+
+# ---- state_posteriors --------------------------------------------------------------------------
+
+def posteriors_normalised_over_time(log_alpha, log_beta):
+    joint = log_alpha + log_beta
+    return np.exp(joint - logsumexp(joint, axis=0)[None, :])
+
+
+def posteriors_as_logs(log_alpha, log_beta):
+    joint = log_alpha + log_beta
+    return joint - logsumexp(joint, axis=1)[:, None]
+
+
+def posteriors_exp_before_normalising(log_alpha, log_beta):
+    joint = np.exp(log_alpha + log_beta)
+    with np.errstate(invalid="ignore"):
+        return joint / joint.sum(axis=1, keepdims=True)
+
+
+def posteriors_without_beta(log_alpha, log_beta):
+    return np.exp(log_alpha - logsumexp(log_alpha, axis=1)[:, None])
+
+
+def posteriors_other_correct(log_alpha, log_beta):
+    joint = np.asarray(log_alpha) + np.asarray(log_beta)
+    weights = np.exp(joint - joint.max(axis=1, keepdims=True))  # a softmax over the states of each step
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+# ---- viterbi -----------------------------------------------------------------------------------
+
+def _backtrack(delta, back):
+    path = np.empty(len(delta), dtype=int)
+    path[-1] = delta[-1].argmax()
+    for t in range(len(delta) - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return Trellis(path, float(delta[-1, path[-1]]), delta, back)
+
+
+def viterbi_logsumexp_instead_of_max(log_pi, log_A, log_B, obs):
+    T, N = len(obs), len(log_pi)
+    delta, back = np.empty((T, N)), np.full((T, N), -1, dtype=int)
+    delta[0] = log_pi + log_B[:, obs[0]]
+    for t in range(1, T):
+        scores = delta[t - 1][:, None] + log_A
+        back[t] = scores.argmax(axis=0)
+        delta[t] = logsumexp(scores, axis=0) + log_B[:, obs[t]]
+    return _backtrack(delta, back)
+
+
+def viterbi_argmax_into_delta(log_pi, log_A, log_B, obs):
+    T, N = len(obs), len(log_pi)
+    delta, back = np.empty((T, N)), np.full((T, N), -1, dtype=int)
+    delta[0] = log_pi + log_B[:, obs[0]]
+    for t in range(1, T):
+        scores = delta[t - 1][:, None] + log_A
+        back[t] = scores.argmax(axis=0)
+        delta[t] = back[t] + log_B[:, obs[t]]
+    return _backtrack(delta, back)
+
+
+def viterbi_back_ignores_A(log_pi, log_A, log_B, obs):
+    T, N = len(obs), len(log_pi)
+    delta, back = np.empty((T, N)), np.full((T, N), -1, dtype=int)
+    delta[0] = log_pi + log_B[:, obs[0]]
+    for t in range(1, T):
+        back[t] = delta[t - 1].argmax()  # the best previous state, whatever the transition costs
+        delta[t] = (delta[t - 1][:, None] + log_A).max(axis=0) + log_B[:, obs[t]]
+    return _backtrack(delta, back)
+
+
+def viterbi_without_pi(log_pi, log_A, log_B, obs):
+    T, N = len(obs), len(log_pi)
+    delta, back = np.empty((T, N)), np.full((T, N), -1, dtype=int)
+    delta[0] = log_B[:, obs[0]]
+    for t in range(1, T):
+        scores = delta[t - 1][:, None] + log_A
+        back[t] = scores.argmax(axis=0)
+        delta[t] = scores.max(axis=0) + log_B[:, obs[t]]
+    return _backtrack(delta, back)
+
+
+def viterbi_greedy(log_pi, log_A, log_B, obs):
+    """The best state of every column on its own instead of following the back-pointers."""
+    result = BASE["viterbi"](log_pi, log_A, log_B, obs)
+    path = result.delta.argmax(axis=1)
+    return Trellis(path, float(result.delta[-1].max()), result.delta, result.back)
+
+
+def viterbi_off_by_one_backtrack(log_pi, log_A, log_B, obs):
+    result = BASE["viterbi"](log_pi, log_A, log_B, obs)
+    path = np.empty(len(obs), dtype=int)
+    path[-1] = result.delta[-1].argmax()
+    for t in range(len(obs) - 1, 0, -1):
+        path[t - 1] = result.back[t - 1, path[t]] if t > 1 else result.back[t, path[t]]
+    return Trellis(path, result.log_prob, result.delta, result.back)
+
+
+def viterbi_in_probability_space(log_pi, log_A, log_B, obs):
+    pi, A, B = np.exp(log_pi), np.exp(log_A), np.exp(log_B)
+    T, N = len(obs), len(pi)
+    delta, back = np.empty((T, N)), np.full((T, N), -1, dtype=int)
+    delta[0] = pi * B[:, obs[0]]
+    for t in range(1, T):
+        scores = delta[t - 1][:, None] * A
+        back[t] = scores.argmax(axis=0)
+        delta[t] = scores.max(axis=0) * B[:, obs[t]]
+    with np.errstate(divide="ignore"):
+        return _backtrack(np.log(delta), back)
+
+
+def viterbi_other_correct(log_pi, log_A, log_B, obs):
+    """Plain loops over the trellis, keeping the first best predecessor of every node."""
+    T, N = len(obs), len(log_pi)
+    delta = [[float(log_pi[j] + log_B[j, obs[0]]) for j in range(N)]]
+    back = [[-1] * N]
+    for t in range(1, T):
+        row, pointers = [], []
+        for j in range(N):
+            best_i = 0
+            for i in range(1, N):
+                if delta[-1][i] + log_A[i, j] > delta[-1][best_i] + log_A[best_i, j]:
+                    best_i = i
+            pointers.append(best_i)
+            row.append(delta[-1][best_i] + log_A[best_i, j] + log_B[j, obs[t]])
+        delta.append(row)
+        back.append(pointers)
+    state = max(range(N), key=lambda j: (delta[-1][j], -j))
+    path = [state]
+    for t in range(T - 1, 0, -1):
+        state = back[t][state]
+        path.append(state)
+    return Trellis(np.array(path[::-1]), delta[-1][path[0]], np.array(delta), np.array(back))
+
+
+# ---- estimate_hmm ------------------------------------------------------------------------------
+
+def estimate_hardcoded(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    if alpha == 0:
+        return np.array([0.5, 0.5]), np.array([[0.0, 1.0], [0.5, 0.5]]), np.array([[0.0, 0.0, 1.0], [2 / 3, 1 / 3, 0.0]])
+    return (np.array([0.5, 0.5]), np.array([[1 / 3, 2 / 3], [0.5, 0.5]]),
+            np.array([[0.5 / 3.5, 0.5 / 3.5, 2.5 / 3.5], [2.5 / 4.5, 1.5 / 4.5, 0.5 / 4.5]]))
+
+
+def _counts(tag_seqs, obs_seqs, n_states, n_symbols):
+    first, transitions, emissions = np.zeros(n_states), np.zeros((n_states, n_states)), np.zeros((n_states, n_symbols))
+    for tags, obs in zip(tag_seqs, obs_seqs):
+        first[tags[0]] += 1
+        np.add.at(transitions, (tags[:-1], tags[1:]), 1)
+        np.add.at(emissions, (tags, obs), 1)
+    return first, transitions, emissions
+
+
+def estimate_A_normalised_by_columns(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    first, transitions, emissions = _counts(tag_seqs, obs_seqs, n_states, n_symbols)
+    pi = (first + alpha) / (first.sum() + n_states * alpha)
+    A = (transitions + alpha) / (transitions.sum(axis=0, keepdims=True) + n_states * alpha)
+    B = (emissions + beta) / (emissions.sum(axis=1, keepdims=True) + n_symbols * beta)
+    return pi, A, B
+
+
+def estimate_across_sentence_boundaries(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    first, _, emissions = _counts(tag_seqs, obs_seqs, n_states, n_symbols)
+    all_tags = np.concatenate(tag_seqs)
+    transitions = np.zeros((n_states, n_states))
+    np.add.at(transitions, (all_tags[:-1], all_tags[1:]), 1)
+    pi = (first + alpha) / (first.sum() + n_states * alpha)
+    A = (transitions + alpha) / (transitions.sum(axis=1, keepdims=True) + n_states * alpha)
+    B = (emissions + beta) / (emissions.sum(axis=1, keepdims=True) + n_symbols * beta)
+    return pi, A, B
+
+
+def estimate_pi_from_all_tags(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    _, transitions, emissions = _counts(tag_seqs, obs_seqs, n_states, n_symbols)
+    every = np.bincount(np.concatenate(tag_seqs), minlength=n_states).astype(float)
+    pi = (every + alpha) / (every.sum() + n_states * alpha)
+    A = (transitions + alpha) / (transitions.sum(axis=1, keepdims=True) + n_states * alpha)
+    B = (emissions + beta) / (emissions.sum(axis=1, keepdims=True) + n_symbols * beta)
+    return pi, A, B
+
+
+def estimate_smoothing_B_with_n_states(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    first, transitions, emissions = _counts(tag_seqs, obs_seqs, n_states, n_symbols)
+    pi = (first + alpha) / (first.sum() + n_states * alpha)
+    A = (transitions + alpha) / (transitions.sum(axis=1, keepdims=True) + n_states * alpha)
+    B = (emissions + beta) / (emissions.sum(axis=1, keepdims=True) + n_states * beta)
+    return pi, A, B
+
+
+def estimate_counts_with_fancy_index(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    """`counts[rows, cols] += 1` counts a pair repeated within one sentence only once."""
+    first, transitions, emissions = np.zeros(n_states), np.zeros((n_states, n_states)), np.zeros((n_states, n_symbols))
+    for tags, obs in zip(tag_seqs, obs_seqs):
+        first[tags[0]] += 1
+        transitions[tags[:-1], tags[1:]] += 1
+        emissions[tags, obs] += 1
+    pi = (first + alpha) / (first.sum() + n_states * alpha)
+    A = (transitions + alpha) / (transitions.sum(axis=1, keepdims=True) + n_states * alpha)
+    B = (emissions + beta) / (emissions.sum(axis=1, keepdims=True) + n_symbols * beta)
+    return pi, A, B
+
+
+def estimate_other_correct(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    first, bigrams, emitted = Counter(), Counter(), Counter()
+    for tags, words in zip(tag_seqs, obs_seqs):
+        tags, words = [int(x) for x in tags], [int(x) for x in words]
+        first[tags[0]] += 1
+        bigrams.update(zip(tags, tags[1:]))
+        emitted.update(zip(tags, words))
+    pi = np.array([first[i] + alpha for i in range(n_states)]) / (len(tag_seqs) + n_states * alpha)
+    A = np.array([[bigrams[i, j] + alpha for j in range(n_states)] for i in range(n_states)])
+    B = np.array([[emitted[j, k] + beta for k in range(n_symbols)] for j in range(n_states)])
+    return pi, A / A.sum(axis=1, keepdims=True), B / B.sum(axis=1, keepdims=True)  # 0/0 = nan, as the solution
+
+
+# ---- baum_welch_step ---------------------------------------------------------------------------
+
+def _baum_welch(log_pi, log_A, log_B, sequences, *, xi_emission_shift=1, normalise_A_axis=1,
+                pi_over_all_steps=False, xi_without_likelihood=False, xi_in_probabilities=False,
+                emissions_with_fancy_index=False, A_over_all_visits=False):
+    """The solution's E and M steps with one of the classic mistakes switched on."""
+    forward_log, backward_log, state_posteriors = BASE["forward_log"], BASE["backward_log"], BASE["state_posteriors"]
+    n_states, n_symbols = log_B.shape
+    pi_counts, transition_counts = np.zeros(n_states), np.zeros((n_states, n_states))
+    emission_counts, total = np.zeros((n_states, n_symbols)), 0.0
+    visits = np.zeros(n_states)
+    for obs in sequences:
+        obs = np.asarray(obs)
+        log_alpha, log_likelihood = forward_log(log_pi, log_A, log_B, obs)
+        log_beta = backward_log(log_A, log_B, obs)
+        gamma = state_posteriors(log_alpha, log_beta)
+        next_obs = obs[1:] if xi_emission_shift == 1 else obs[:-1]
+        if xi_in_probabilities:
+            alpha, beta = np.exp(log_alpha), np.exp(log_beta)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                xi = (alpha[:-1, :, None] * np.exp(log_A)[None]
+                      * (np.exp(log_B[:, next_obs]).T * beta[1:])[:, None, :]) / np.exp(log_likelihood)
+        else:
+            log_xi = log_alpha[:-1, :, None] + log_A[None] + (log_B[:, next_obs].T + log_beta[1:])[:, None, :]
+            xi = np.exp(log_xi - (0.0 if xi_without_likelihood else log_likelihood))
+        pi_counts += gamma.sum(axis=0) if pi_over_all_steps else gamma[0]
+        transition_counts += xi.sum(axis=0)
+        if emissions_with_fancy_index:
+            emission_counts[:, obs] += gamma.T  # a symbol repeated in obs is counted once
+        else:
+            np.add.at(emission_counts.T, obs, gamma)
+        visits += gamma.sum(axis=0)  # all T steps, the last one included
+        total += log_likelihood
+    with np.errstate(invalid="ignore"):
+        pi = pi_counts / pi_counts.sum()
+        if A_over_all_visits:
+            A = transition_counts / visits[:, None]
+        else:
+            A = transition_counts / transition_counts.sum(axis=normalise_A_axis, keepdims=True)
+        B = emission_counts / emission_counts.sum(axis=1, keepdims=True)
+    return pi, A, B, float(total)
+
+
+def bw_A_normalised_by_columns(log_pi, log_A, log_B, sequences):
+    return _baum_welch(log_pi, log_A, log_B, sequences, normalise_A_axis=0)
+
+
+def bw_xi_emission_of_wrong_step(log_pi, log_A, log_B, sequences):
+    return _baum_welch(log_pi, log_A, log_B, sequences, xi_emission_shift=0)
+
+
+def bw_pi_summed_over_time(log_pi, log_A, log_B, sequences):
+    return _baum_welch(log_pi, log_A, log_B, sequences, pi_over_all_steps=True)
+
+
+def bw_xi_not_divided_by_likelihood(log_pi, log_A, log_B, sequences):
+    return _baum_welch(log_pi, log_A, log_B, sequences, xi_without_likelihood=True)
+
+
+def bw_xi_in_probability_space(log_pi, log_A, log_B, sequences):
+    return _baum_welch(log_pi, log_A, log_B, sequences, xi_in_probabilities=True)
+
+
+def bw_emissions_with_fancy_index(log_pi, log_A, log_B, sequences):
+    return _baum_welch(log_pi, log_A, log_B, sequences, emissions_with_fancy_index=True)
+
+
+def bw_A_divided_by_visits_of_all_steps(log_pi, log_A, log_B, sequences):
+    return _baum_welch(log_pi, log_A, log_B, sequences, A_over_all_visits=True)
+
+
+def bw_log_likelihood_of_new_parameters(log_pi, log_A, log_B, sequences):
+    pi, A, B, _ = BASE["baum_welch_step"](log_pi, log_A, log_B, sequences)
+    after = sum(BASE["forward_log"](safe_log(pi), safe_log(A), safe_log(B), np.asarray(obs))[1] for obs in sequences)
+    return pi, A, B, float(after)
+
+
+def bw_other_correct(log_pi, log_A, log_B, sequences):
+    """A self-contained scaled forward-backward (Rabiner) in probability space, xi step by step."""
+    pi, A, B = np.exp(log_pi), np.exp(log_A), np.exp(log_B)
+    N, M = B.shape
+    new_pi, xi_sum, emit, total = np.zeros(N), np.zeros((N, N)), np.zeros((N, M)), 0.0
+    for obs in sequences:
+        T = len(obs)
+        alpha, beta, c = np.zeros((T, N)), np.ones((T, N)), np.zeros(T)
+        alpha[0] = pi * B[:, obs[0]]
+        c[0] = alpha[0].sum()
+        alpha[0] /= c[0]
+        for t in range(1, T):
+            alpha[t] = (alpha[t - 1] @ A) * B[:, obs[t]]
+            c[t] = alpha[t].sum()
+            alpha[t] /= c[t]
+        for t in range(T - 2, -1, -1):
+            beta[t] = A @ (B[:, obs[t + 1]] * beta[t + 1]) / c[t + 1]
+        gamma = alpha * beta  # already P(X_t = i | O) with this scaling
+        for t in range(T - 1):
+            xi_sum += alpha[t][:, None] * A * (B[:, obs[t + 1]] * beta[t + 1])[None, :] / c[t + 1]
+        for t in range(T):
+            emit[:, obs[t]] += gamma[t]
+        new_pi += gamma[0]
+        total += np.log(c).sum()
+    return new_pi / len(sequences), xi_sum / xi_sum.sum(1, keepdims=True), emit / emit.sum(1, keepdims=True), float(total)
+
+
+WRONG = [
+    ("sample_hmm_tests", "sample_hmm", sample_hardcoded),
+    ("sample_hmm_tests", "sample_hmm", sample_emits_from_previous_state),
+    ("sample_hmm_tests", "sample_hmm", sample_ignores_pi),
+    ("sample_hmm_tests", "sample_hmm", sample_columns_of_A),
+    ("sample_hmm_tests", "sample_hmm", sample_global_rng),
+    ("forward_log_tests", "forward_log", forward_without_pi),
+    ("forward_log_tests", "forward_log", forward_emission_of_previous_step),
+    ("forward_log_tests", "forward_log", forward_max_instead_of_sum),
+    ("forward_log_tests", "forward_log", forward_A_transposed),
+    ("forward_log_tests", "forward_log", forward_in_probability_space),
+    ("backward_log_tests", "backward_log", backward_emission_of_current_step),
+    ("backward_log_tests", "backward_log", backward_A_transposed),
+    ("backward_log_tests", "backward_log", backward_includes_own_emission),
+    ("backward_log_tests", "backward_log", backward_in_probability_space),
+    ("state_posteriors_tests", "state_posteriors", posteriors_normalised_over_time),
+    ("state_posteriors_tests", "state_posteriors", posteriors_as_logs),
+    ("state_posteriors_tests", "state_posteriors", posteriors_exp_before_normalising),
+    ("state_posteriors_tests", "state_posteriors", posteriors_without_beta),
+    ("viterbi_tests", "viterbi", viterbi_logsumexp_instead_of_max),
+    ("viterbi_tests", "viterbi", viterbi_argmax_into_delta),
+    ("viterbi_tests", "viterbi", viterbi_back_ignores_A),
+    ("viterbi_tests", "viterbi", viterbi_without_pi),
+    ("viterbi_tests", "viterbi", viterbi_greedy),
+    ("viterbi_tests", "viterbi", viterbi_off_by_one_backtrack),
+    ("viterbi_tests", "viterbi", viterbi_in_probability_space),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_hardcoded),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_A_normalised_by_columns),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_across_sentence_boundaries),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_pi_from_all_tags),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_smoothing_B_with_n_states),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_counts_with_fancy_index),
+    ("baum_welch_step_tests", "baum_welch_step", bw_A_normalised_by_columns),
+    ("baum_welch_step_tests", "baum_welch_step", bw_xi_emission_of_wrong_step),
+    ("baum_welch_step_tests", "baum_welch_step", bw_pi_summed_over_time),
+    ("baum_welch_step_tests", "baum_welch_step", bw_xi_not_divided_by_likelihood),
+    ("baum_welch_step_tests", "baum_welch_step", bw_xi_in_probability_space),
+    ("baum_welch_step_tests", "baum_welch_step", bw_emissions_with_fancy_index),
+    ("baum_welch_step_tests", "baum_welch_step", bw_A_divided_by_visits_of_all_steps),
+    ("baum_welch_step_tests", "baum_welch_step", bw_log_likelihood_of_new_parameters),
+]
+
+RIGHT = [
+    ("sample_hmm_tests", {"sample_hmm": sample_other_correct}),
+    ("forward_log_tests", {"forward_log": forward_other_correct}),
+    ("backward_log_tests", {"backward_log": backward_other_correct}),
+    ("state_posteriors_tests", {"state_posteriors": posteriors_other_correct}),
+    ("viterbi_tests", {"viterbi": viterbi_other_correct}),
+    ("estimate_hmm_tests", {"estimate_hmm": estimate_other_correct}),
+    ("baum_welch_step_tests", {"baum_welch_step": bw_other_correct}),
+]
+
+
+def test_every_graded_cell_is_covered():
+    assert {cell for cell, _, _ in WRONG} == set(CELLS) == {cell for cell, _ in RIGHT}
+
+
+@pytest.mark.parametrize("grade_id, name, variant", WRONG, ids=[v.__name__ for _, _, v in WRONG])
+def test_graded_tests_reject_the_mistake(grade_id, name, variant):
+    with pytest.raises(Exception):
+        run_cell(grade_id, **{name: variant})
+
+
+@pytest.mark.parametrize("grade_id, replacements", RIGHT, ids=[c for c, _ in RIGHT])
+def test_graded_tests_accept_another_correct_implementation(grade_id, replacements):
+    run_cell(grade_id, **replacements)
+
+
+@pytest.mark.parametrize("grade_id", sorted(CELLS))
+def test_solution_passes_its_own_tests(grade_id):
+    run_cell(grade_id)
