@@ -53,15 +53,19 @@ def root_flag() -> list[str]:
     return ["--allow-root"] if os.geteuid() == 0 else []
 
 
-# JupyterLab 4 and Notebook 7 render only the cells near the viewport; tests see every cell.
-RENDER_ALL_CELLS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": '{"windowingMode": "none"}'}
+# JupyterLab 4 and Notebook 7 render only the cells near the viewport; tests see every cell,
+# and no news pop-up covers the screenshots.
+TEST_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": '{"windowingMode": "none"}',
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": '{"fetchNews": "false", "checkForUpdates": false}',
+}
 
 
 @contextlib.contextmanager
 def jupyter(app: str, root: Path, **env: str) -> Iterator[str]:
     """``jupyter lab`` or ``jupyter notebook`` serving ``root``; yields the base URL (token in TOKEN)."""
     settings = Path(tempfile.mkdtemp(prefix="jupyter-settings-"))
-    for name, text in RENDER_ALL_CELLS.items():
+    for name, text in TEST_SETTINGS.items():
         (settings / name).parent.mkdir(parents=True, exist_ok=True)
         (settings / name).write_text(text)
     # A fresh workspace too: JupyterLab would otherwise reopen the tabs of an earlier run.

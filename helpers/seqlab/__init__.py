@@ -8,6 +8,9 @@ One module a purpose; notebooks import from here, never the other way round:
 - ``seqlab.widgets``  -- interactive figures built from core ipywidgets and matplotlib
 - ``seqlab.tagsets``  -- Brown part-of-speech tags mapped to the 12 universal tags
 - ``seqlab.trellis``  -- the Viterbi trellis explorer (chapter 2)
+- ``seqlab.names``    -- surnames by origin and first names (chapter 3)
+- ``seqlab.gradflow`` -- how gradients flow back through RNN, GRU and LSTM cells, and its widget
+- ``seqlab.train``    -- a training loop with a progress bar and a live loss plot
 """
 
 __version__ = "0.1.0"

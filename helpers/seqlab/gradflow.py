@@ -1,0 +1,153 @@
+"""How the gradient of a loss at the last step flows back through a recurrent network.
+
+``gradient_norms`` runs a cell (a plain RNN with a chosen nonlinearity, or torch's GRU and
+LSTM cells) for ``length`` steps on random inputs, puts a loss on the last hidden state
+only, and returns ||dL/dh_t|| for every step t. ``eigenvalue_curve`` is the linear theory:
+with h_t = W h_{t-1} + ..., dL/dh_t = (W^T)^(T-t) dL/dh_T, so the norm scales like
+|lambda|^(T-t) for the eigenvalues lambda of W. ``gradient_flow_widget`` shows both.
+
+The recurrent matrix is a random orthogonal matrix times ``scale``: every eigenvalue has
+modulus ``scale`` (the spectral radius), so for a linear RNN the norms follow
+``scale ** (T - t)`` exactly. Used in chapter 3 (plain RNN) and chapter 4 (GRU, LSTM).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["CELLS", "NONLINEARITIES", "recurrent_matrix", "gradient_norms", "eigenvalue_curve",
+           "draw_gradient_flow", "gradient_flow_widget"]
+
+CELLS = ("RNN", "GRU", "LSTM")
+NONLINEARITIES = ("tanh", "relu", "linear")
+_ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "linear": lambda z: z}
+
+
+def recurrent_matrix(hidden: int, scale: float, seed: int = 0) -> torch.Tensor:
+    """A (hidden, hidden) random orthogonal matrix times ``scale``: spectral radius ``scale``."""
+    if hidden < 1:
+        raise ValueError(f"hidden must be at least 1, got {hidden}")
+    generator = torch.Generator().manual_seed(seed)
+    q, r = torch.linalg.qr(torch.randn(hidden, hidden, generator=generator, dtype=torch.float64))
+    q = q * torch.sign(torch.diagonal(r))  # a uniformly random orthogonal matrix
+    return scale * q
+
+
+def gradient_norms(
+    length: int = 50,
+    scale: float = 1.0,
+    nonlinearity: str = "tanh",
+    cell: str = "RNN",
+    *,
+    hidden: int = 32,
+    input_size: int = 8,
+    forget_bias: float | None = None,
+    seed: int = 0,
+) -> np.ndarray:
+    """||dL/dh_t|| for t = 1..length, with L = u . h_T a loss on the last hidden state only.
+
+    Args:
+        length: the number of steps T (at least 1).
+        scale: the spectral radius of each recurrent matrix (orthogonal times ``scale``).
+        nonlinearity: ``"tanh"``, ``"relu"`` or ``"linear"``; used by the plain RNN only.
+        cell: ``"RNN"``, ``"GRU"`` or ``"LSTM"`` (the last two are torch's cells).
+        forget_bias: for the LSTM, the bias of the forget gate (None: torch's default init).
+        seed: fixes the weights, the inputs and u.
+
+    Returns:
+        A float64 array of shape (length,); entry t-1 belongs to h_t.
+    """
+    if length < 1:
+        raise ValueError(f"length must be at least 1, got {length}")
+    if cell not in CELLS:
+        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
+    if nonlinearity not in NONLINEARITIES:
+        raise ValueError(f"nonlinearity must be one of {NONLINEARITIES}, got {nonlinearity!r}")
+    generator = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(length, 1, input_size, generator=generator, dtype=torch.float64)
+    u = torch.randn(1, hidden, generator=generator, dtype=torch.float64)
+    u = u / u.norm()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if cell == "RNN":
+            w_ax = torch.randn(input_size, hidden, generator=generator, dtype=torch.float64) / input_size ** 0.5
+            w_aa = recurrent_matrix(hidden, scale, seed)
+            act = _ACTIVATIONS[nonlinearity]
+            step = lambda x_t, state: (act(state[0] @ w_aa.T + x_t @ w_ax),)  # noqa: E731
+            state = (torch.zeros(1, hidden, dtype=torch.float64),)
+        else:
+            module = (nn.GRUCell if cell == "GRU" else nn.LSTMCell)(input_size, hidden).double()
+            gates = 3 if cell == "GRU" else 4
+            with torch.no_grad():
+                module.weight_hh.copy_(torch.cat([recurrent_matrix(hidden, scale, seed + g) for g in range(gates)]))
+                if cell == "LSTM" and forget_bias is not None:
+                    module.bias_ih[hidden:2 * hidden] = forget_bias  # torch's gate order: i, f, g, o
+                    module.bias_hh[hidden:2 * hidden] = 0.0
+            zeros = torch.zeros(1, hidden, dtype=torch.float64)
+            if cell == "GRU":
+                step = lambda x_t, state: (module(x_t, state[0]),)  # noqa: E731
+                state = (zeros,)
+            else:
+                step = lambda x_t, state: module(x_t, state)  # noqa: E731
+                state = (zeros, zeros.clone())
+        state = tuple(s.requires_grad_(True) for s in state)  # so every h_t joins the graph
+        hs = []
+        for t in range(length):
+            state = step(x[t], state)
+            state[0].retain_grad()
+            hs.append(state[0])
+        (hs[-1] * u).sum().backward()
+    return np.array([h.grad.norm().item() for h in hs])
+
+
+def eigenvalue_curve(length: int, scale: float) -> np.ndarray:
+    """|lambda|^(T - t) for t = 1..T: the linear theory for a spectral radius ``scale``."""
+    if length < 1:
+        raise ValueError(f"length must be at least 1, got {length}")
+    return float(scale) ** np.arange(length - 1, -1, -1, dtype=float)
+
+
+def draw_gradient_flow(length: int = 50, scale: float = 1.0, nonlinearity: str = "tanh", cell: str = "RNN",
+                       forget_bias: float | None = None):
+    """The widget's figure: measured norms (left), the eigenvalue view (right)."""
+    import matplotlib.pyplot as plt
+
+    norms = gradient_norms(length, scale, nonlinearity, cell, forget_bias=forget_bias)
+    theory = eigenvalue_curve(length, scale)
+    t = np.arange(1, length + 1)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    left.semilogy(t, np.maximum(norms, 1e-300), marker=".", label=cell if cell != "RNN" else f"RNN ({nonlinearity})")
+    left.set(xlabel="time step t", ylabel=r"$\|\partial L / \partial h_t\|$ (log scale)",
+             title=f"gradient of a loss at step T={length}")
+    left.legend(loc="best")
+    right.semilogy(t, theory, color="C1", label=rf"$|\lambda|^{{T-t}}$, $|\lambda|$ = {scale:.2f}")
+    right.axhline(1.0, color="grey", lw=0.8, ls=":")
+    right.set(xlabel="time step t", ylabel=r"$|\lambda|^{T-t}$ (log scale)",
+              title="eigenvalue view: a linear RNN")
+    right.legend(loc="best")
+    figure.tight_layout()
+    return figure
+
+
+def gradient_flow_widget(length: int = 50, scale: float = 1.0, nonlinearity: str = "tanh", cell: str = "RNN",
+                         *, cells: tuple[str, ...] = CELLS, forget_bias: bool = False):
+    """Sliders for length and spectral radius, drop-downs for nonlinearity and cell type;
+    with ``forget_bias=True`` also a slider for the LSTM's forget-gate bias."""
+    import ipywidgets as widgets
+
+    from seqlab.widgets import figure_widget
+
+    controls = {
+        "length": widgets.IntSlider(value=length, min=2, max=200, step=1, description="length T",
+                                    continuous_update=False),
+        "scale": widgets.FloatSlider(value=scale, min=0.5, max=1.5, step=0.01, description="radius |λ|",
+                                     continuous_update=False),
+        "nonlinearity": widgets.Dropdown(options=list(NONLINEARITIES), value=nonlinearity, description="nonlinearity"),
+        "cell": widgets.Dropdown(options=list(cells), value=cell, description="cell"),
+    }
+    if forget_bias:
+        controls["forget_bias"] = widgets.FloatSlider(value=0.0, min=-3.0, max=5.0, step=0.5,
+                                                      description="forget bias", continuous_update=False)
+    return figure_widget(draw_gradient_flow, controls)

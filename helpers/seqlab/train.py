@@ -1,0 +1,99 @@
+"""A small training loop that chapters use but do not teach: a tqdm progress bar and a
+live loss plot that redraws in place.
+
+    history = fit(step, batches, epochs=5)          # step(batch) -> loss (a float)
+
+``step`` does one update (the chapter writes it); ``batches`` is a function that returns an
+iterable of batches for one epoch. In a notebook the plot updates every ``plot_every``
+steps; elsewhere (or with ``plot=False``) nothing is drawn.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Iterable
+
+__all__ = ["fit", "plot_losses"]
+
+
+def plot_losses(losses: list[float], title: str = "training loss", smooth: int = 20):
+    """A figure of the loss per step and its running mean over ``smooth`` steps."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figure, ax = plt.subplots(figsize=(6, 3))
+    ax.plot(losses, alpha=0.35, lw=0.8, label="per step")
+    if len(losses) >= smooth:
+        kernel = np.ones(smooth) / smooth
+        ax.plot(np.arange(smooth - 1, len(losses)), np.convolve(losses, kernel, mode="valid"), label=f"mean of {smooth}")
+    ax.set(xlabel="training step", ylabel="loss", title=title)
+    ax.legend(loc="upper right")
+    figure.tight_layout()
+    return figure
+
+
+def fit(
+    step: Callable[[Any], float],
+    batches: Callable[[], Iterable[Any]],
+    epochs: int,
+    *,
+    time_limit: float | None = None,
+    plot: bool = True,
+    plot_every: int = 50,
+    progress: bool = True,
+    title: str = "training loss",
+) -> dict[str, Any]:
+    """Run ``epochs`` passes of ``step`` over ``batches()``; return the losses and the time.
+
+    ``time_limit`` (seconds) stops early, after the step that crosses it, and says so.
+    Returns ``{"losses": [...], "epoch_loss": [...], "seconds": s, "stopped_early": bool}``.
+    """
+    import matplotlib.pyplot as plt
+    from tqdm.auto import tqdm
+
+    if epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {epochs}")
+    display_handle = None
+    if plot:
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+
+            if get_ipython() is not None:
+                display_handle = display(plot_losses([0.0], title), display_id=True)
+                plt.close("all")
+        except ImportError:
+            display_handle = None
+    losses: list[float] = []
+    epoch_loss: list[float] = []
+    start = time.perf_counter()
+    stopped = False
+    bar = tqdm(total=epochs, desc="epochs", disable=not progress, file=sys.stdout, leave=True)
+    for _ in range(epochs):
+        total, count = 0.0, 0
+        for batch in batches():
+            loss = float(step(batch))
+            losses.append(loss)
+            total, count = total + loss, count + 1
+            if display_handle is not None and len(losses) % plot_every == 0:
+                figure = plot_losses(losses, title)
+                display_handle.update(figure)
+                plt.close(figure)
+            if time_limit is not None and time.perf_counter() - start > time_limit:
+                stopped = True
+                break
+        epoch_loss.append(total / max(count, 1))
+        bar.update(1)
+        bar.set_postfix(loss=f"{epoch_loss[-1]:.3f}")
+        if stopped:
+            break
+    bar.close()
+    seconds = time.perf_counter() - start
+    if display_handle is not None and losses:
+        figure = plot_losses(losses, title)
+        display_handle.update(figure)
+        plt.close(figure)
+    if stopped:
+        print(f"stopped after {seconds:.0f} s (time limit {time_limit:.0f} s)")
+    return {"losses": losses, "epoch_loss": epoch_loss, "seconds": seconds, "stopped_early": stopped}

@@ -1,0 +1,93 @@
+"""Unit tests of seqlab.gradflow: the pure computation behind the gradient-flow widget."""
+
+import time
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+from seqlab.gradflow import (CELLS, draw_gradient_flow, eigenvalue_curve, gradient_flow_widget, gradient_norms,
+                             recurrent_matrix)
+
+
+@pytest.mark.parametrize("scale", [0.8, 1.0, 1.25])
+def test_linear_rnn_with_scaled_orthogonal_weights_follows_r_to_the_t(scale):
+    norms = gradient_norms(length=25, scale=scale, nonlinearity="linear")
+    steps_back = np.arange(24, -1, -1)
+    np.testing.assert_allclose(norms, scale ** steps_back * norms[-1], rtol=1e-9)
+    np.testing.assert_allclose(norms[-1], 1.0, rtol=1e-12)  # L = u . h_T with |u| = 1
+    np.testing.assert_allclose(norms / norms[-1], eigenvalue_curve(25, scale), rtol=1e-9)
+
+
+def test_recurrent_matrix_has_the_requested_spectral_radius():
+    w = recurrent_matrix(16, 0.7, seed=3)
+    moduli = np.abs(np.linalg.eigvals(w.numpy()))
+    np.testing.assert_allclose(moduli, 0.7, rtol=1e-9)
+    assert torch.allclose(w, recurrent_matrix(16, 0.7, seed=3))
+    assert not torch.allclose(w, recurrent_matrix(16, 0.7, seed=4))
+
+
+def test_tanh_never_exceeds_the_linear_bound():
+    for scale in (0.9, 1.2):
+        norms = gradient_norms(40, scale, "tanh")
+        assert np.all(norms <= eigenvalue_curve(40, scale) * (1 + 1e-9))
+    assert gradient_norms(40, 1.0, "tanh")[0] < 1e-3  # it vanishes at radius 1
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_every_cell_gives_finite_positive_norms_of_the_right_shape(cell):
+    norms = gradient_norms(30, 1.0, "tanh", cell, seed=2)
+    assert norms.shape == (30,) and norms.dtype == np.float64
+    assert np.all(np.isfinite(norms)) and np.all(norms[-5:] > 0)
+    np.testing.assert_allclose(norms, gradient_norms(30, 1.0, "tanh", cell, seed=2))  # deterministic
+
+
+def test_a_large_lstm_forget_bias_keeps_the_gradient_alive():
+    low = gradient_norms(60, 1.0, cell="LSTM", forget_bias=-2.0)[0]
+    high = gradient_norms(60, 1.0, cell="LSTM", forget_bias=5.0)[0]
+    assert high > 1e3 * low
+
+
+def test_does_not_touch_the_global_random_state():
+    torch.manual_seed(123)
+    expected = torch.rand(1)
+    torch.manual_seed(123)
+    gradient_norms(10, 1.0, cell="GRU")
+    assert torch.equal(torch.rand(1), expected)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"length": 0}, "length must be at least 1"),
+    ({"cell": "TRANSFORMER"}, "cell must be one of"),
+    ({"nonlinearity": "sigmoid"}, "nonlinearity must be one of"),
+])
+def test_errors_say_what_is_wrong(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gradient_norms(**kwargs)
+    with pytest.raises(ValueError, match="length must be at least 1"):
+        eigenvalue_curve(0, 1.0)
+    with pytest.raises(ValueError, match="hidden must be at least 1"):
+        recurrent_matrix(0, 1.0)
+
+
+def test_figure_has_two_labelled_log_panels():
+    figure = draw_gradient_flow(30, 1.1, "tanh", "RNN")
+    left, right = figure.axes
+    for ax in (left, right):
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_yscale() == "log"
+    matplotlib.pyplot.close(figure)
+
+
+def test_widget_builds_and_redraws_fast():
+    widget = gradient_flow_widget()
+    controls = widget.children[0].children
+    assert [c.description for c in controls] == ["length T", "radius |λ|", "nonlinearity", "cell"]
+    start = time.perf_counter()
+    for value, control in zip([120, 1.2, "relu", "LSTM"], controls):
+        control.value = value
+    per_change = (time.perf_counter() - start) / 4
+    assert per_change < 0.8, f"a redraw took {per_change:.2f} s"
+    assert len(gradient_flow_widget(forget_bias=True).children[0].children) == 5
