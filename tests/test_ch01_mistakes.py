@@ -9,30 +9,15 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 
-import nbformat
 import numpy as np
-import pytest
 
-from course import SOLUTIONS, load_definitions, nbgrader_meta
+from mistakes import GradedCells, mistake_tests
 
 CHAPTER = "01-ngram-language-models"
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 
-
-def graded_cells() -> dict[str, str]:
-    path = next((SOLUTIONS / CHAPTER).glob("*.ipynb"))
-    return {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
-            if nbgrader_meta(c).get("grade")}
-
-
-CELLS = graded_cells()
-BASE = load_definitions(CHAPTER)
-
-
-def run_cell(grade_id: str, **replacements) -> None:
-    namespace = dict(BASE)
-    namespace.update(replacements)
-    exec(compile(CELLS[grade_id], grade_id, "exec"), namespace)
+CELLS = GradedCells(CHAPTER)
+BASE = CELLS.base
 
 
 # ---- build_vocab -------------------------------------------------------------------------------
@@ -339,21 +324,5 @@ RIGHT = [
 ]
 
 
-def test_every_graded_cell_is_covered():
-    assert {cell for cell, _, _ in WRONG} == set(CELLS) == {cell for cell, _ in RIGHT}
-
-
-@pytest.mark.parametrize("grade_id, name, variant", WRONG, ids=[v.__name__ for _, _, v in WRONG])
-def test_graded_tests_reject_the_mistake(grade_id, name, variant):
-    with pytest.raises(Exception):
-        run_cell(grade_id, **{name: variant})
-
-
-@pytest.mark.parametrize("grade_id, replacements", RIGHT, ids=[c for c, _ in RIGHT])
-def test_graded_tests_accept_another_correct_implementation(grade_id, replacements):
-    run_cell(grade_id, **replacements)
-
-
-@pytest.mark.parametrize("grade_id", sorted(CELLS))
-def test_solution_passes_its_own_tests(grade_id):
-    run_cell(grade_id)
+(test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
+ test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)

@@ -1,52 +1,22 @@
 """Chapter 2's graded tests reject hard-coded answers and the classic mistakes, and accept other correct code.
 
 Each case swaps one function of the solution for a variant and runs the exercise's whole
-test cell (visible and hidden tests) against it. Some test cells use names that an earlier
-test cell defined (``toy_log``, ``toy_obs``), as in the notebook, where every cell runs in one
-kernel; those names come from running the earlier test cells once with the solution.
+test cell (visible and hidden tests) against it; the harness is tests/mistakes.py.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-import nbformat
 import numpy as np
-import pytest
 
-from course import SOLUTIONS, load_definitions, nbgrader_meta
+from mistakes import GradedCells, mistake_tests
 
 CHAPTER = "02-hidden-markov-models"
 
-
-def graded_cells() -> dict[str, str]:
-    path = next((SOLUTIONS / CHAPTER).glob("*.ipynb"))
-    return {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
-            if nbgrader_meta(c).get("grade")}
-
-
-CELLS = graded_cells()
-BASE = load_definitions(CHAPTER)
+CELLS = GradedCells(CHAPTER)
+BASE = CELLS.base
 logsumexp, safe_log, Trellis = BASE["logsumexp"], BASE["safe_log"], BASE["Trellis"]
-
-
-def names_from_earlier_cells() -> dict[str, dict]:
-    """For each graded cell, the public names the graded cells before it define (with the solution)."""
-    namespace, before = dict(BASE), {}
-    for grade_id, source in CELLS.items():
-        before[grade_id] = {k: v for k, v in namespace.items() if k not in BASE and not k.startswith("_")}
-        exec(compile(source, grade_id, "exec"), namespace)
-    return before
-
-
-EARLIER = names_from_earlier_cells()
-
-
-def run_cell(grade_id: str, **replacements) -> None:
-    namespace = dict(BASE)
-    namespace.update(EARLIER[grade_id])
-    namespace.update(replacements)
-    exec(compile(CELLS[grade_id], grade_id, "exec"), namespace)
 
 
 # ---- sample_hmm --------------------------------------------------------------------------------
@@ -581,21 +551,5 @@ RIGHT = [
 ]
 
 
-def test_every_graded_cell_is_covered():
-    assert {cell for cell, _, _ in WRONG} == set(CELLS) == {cell for cell, _ in RIGHT}
-
-
-@pytest.mark.parametrize("grade_id, name, variant", WRONG, ids=[v.__name__ for _, _, v in WRONG])
-def test_graded_tests_reject_the_mistake(grade_id, name, variant):
-    with pytest.raises(Exception):
-        run_cell(grade_id, **{name: variant})
-
-
-@pytest.mark.parametrize("grade_id, replacements", RIGHT, ids=[c for c, _ in RIGHT])
-def test_graded_tests_accept_another_correct_implementation(grade_id, replacements):
-    run_cell(grade_id, **replacements)
-
-
-@pytest.mark.parametrize("grade_id", sorted(CELLS))
-def test_solution_passes_its_own_tests(grade_id):
-    run_cell(grade_id)
+(test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
+ test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)

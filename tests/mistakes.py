@@ -1,0 +1,65 @@
+"""The harness behind tests/test_chNN_mistakes.py.
+
+A chapter's graded tests must reject hard-coded answers and the classic mistakes of each
+exercise, and accept a correct implementation written another way. Each case swaps one
+function (or class) of the solution for a variant and runs the exercise's whole test cell,
+visible and hidden tests, against it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import nbformat
+import pytest
+
+from course import SOLUTIONS, load_definitions, nbgrader_meta
+
+Wrong = list[tuple[str, str, Any]]  # (grade_id, name swapped, variant)
+Right = list[tuple[str, dict[str, Any]]]  # (grade_id, {name: correct variant})
+
+
+class GradedCells:
+    """A chapter's graded test cells, runnable one by one in the namespace of its solution."""
+
+    def __init__(self, chapter: str):
+        path = next((SOLUTIONS / chapter).glob("*.ipynb"))
+        self.sources = {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
+                        if nbgrader_meta(c).get("grade")}
+        self.base = load_definitions(chapter)
+        # A test cell may use a name an earlier test cell defined (toy data), as the notebook's kernel allows:
+        # run them all once, in order, with the solution, and remember what each cell found before it.
+        namespace: dict[str, Any] = dict(self.base)
+        self.earlier: dict[str, dict[str, Any]] = {}
+        for grade_id, source in self.sources.items():
+            self.earlier[grade_id] = {k: v for k, v in namespace.items() if k not in self.base and not k.startswith("_")}
+            exec(compile(source, grade_id, "exec"), namespace)
+
+    def run(self, grade_id: str, **replacements: Any) -> None:
+        namespace = {**self.base, **self.earlier[grade_id], **replacements}
+        exec(compile(self.sources[grade_id], grade_id, "exec"), namespace)
+
+
+def mistake_tests(cells: GradedCells, wrong: Wrong, right: Right) -> tuple[Callable, ...]:
+    """The four tests of a chapter's mistakes file, for the module to bind to test_* names."""
+
+    def test_every_graded_cell_is_covered():
+        assert {cell for cell, _, _ in wrong} == set(cells.sources) == {cell for cell, _ in right}
+        for cell in cells.sources:
+            assert sum(c == cell for c, _, _ in wrong) >= 2, f"{cell}: at least two classic mistakes"
+
+    @pytest.mark.parametrize("grade_id, name, variant", wrong, ids=[v.__name__ for _, _, v in wrong])
+    def test_graded_tests_reject_the_mistake(grade_id, name, variant):
+        with pytest.raises(Exception):
+            cells.run(grade_id, **{name: variant})
+
+    @pytest.mark.parametrize("grade_id, replacements", right, ids=[c for c, _ in right])
+    def test_graded_tests_accept_another_correct_implementation(grade_id, replacements):
+        cells.run(grade_id, **replacements)
+
+    @pytest.mark.parametrize("grade_id", sorted(cells.sources))
+    def test_solution_passes_its_own_tests(grade_id):
+        cells.run(grade_id)
+
+    return (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
+            test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests)
