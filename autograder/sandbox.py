@@ -139,10 +139,12 @@ class Sandbox:
         for name in ETC_FILES:
             if Path("/etc", name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        # The empty /tmp first: the course (a clone, a venv) or the worker folder may lie under /tmp,
+        # and a later mount would hide them.
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for prefix in sorted(prefixes, key=lambda p: len(p.parts)):
             args += ["--ro-bind", str(prefix), str(prefix)]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",  # before the bind: root may lie under /tmp
-                 "--bind", str(self.root), str(self.root), "--chdir", str(self.scratch),
+        args += ["--bind", str(self.root), str(self.root), "--chdir", str(self.scratch),
                  "--remount-ro", "/",  # nothing outside /tmp and the worker folder is writable, even in memory
                  "--unsetenv", "JPY_PARENT_PID"]
         return args + inner

@@ -18,7 +18,6 @@ from browser import (browser_page, chromium_path, error_outputs, figure_source, 
 from course import BUILD, SOLUTIONS
 from servers import jupyter
 
-pytest.importorskip("playwright")
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 import time
 
+import nltk.lm as nltk_lm
 import pytest
 
 from course import load_definitions, record
 from seqlab.data import load_brown
-
-nltk_lm = pytest.importorskip("nltk.lm")
 
 CHAPTER = "01-ngram-language-models"
 

@@ -80,8 +80,6 @@ def test_a_missing_file_says_how_to_rebuild(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_build_script_check_mode_agrees_with_the_committed_file():
-    pytest.importorskip("faker")
-    pytest.importorskip("unidecode")
     done = subprocess.run([sys.executable, "-m", "seqlab.datasets.build_names", "--check"],
                           cwd=REPO / "helpers", capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
