@@ -1,5 +1,7 @@
 """seqlab.data: the Brown corpus loads offline, split by document, with clear errors."""
 
+import shutil
+
 import pytest
 
 import seqlab.data as data
@@ -42,6 +44,7 @@ def test_missing_data_file_is_a_clear_error(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed (apt-get install npm)")
 def test_committed_corpus_equals_what_the_build_script_makes():
     from seqlab.datasets import build_brown
 
