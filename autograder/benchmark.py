@@ -6,8 +6,8 @@ The batch: N students x every chapter that exists, mixed as honest (solution; so
 answers warn), partly wrong, untouched, and adversarial (edited/duplicated tests,
 monkeypatching, swallowed exceptions, sys.exit, hard-coded answers) from
 tests/adversarial/generate.py. Submissions that would endanger the machine under plain
-nbgrader (memory bombs, floods, endless loops) are left out of BOTH runs, so the figure
-compares like with like. nbgrader runs in its own workspace with this course's configuration
+nbgrader (memory bombs, floods, endless loops) or stop its whole batch (duplicated test cells,
+sys.exit) are left out of BOTH runs, so the figure compares like with like. nbgrader runs in its own workspace with this course's configuration
 (the same 60 s cell timeout); this tool runs with --jobs = every core. Reported: both wall
 times, the speed-up, whether the honest submissions got identical scores, and the per-notebook
 overhead this tool measured (kernel start; the preload it avoids).
@@ -31,8 +31,11 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
 
-MIX = ["honest_solution", "honest_warning", "partly_wrong", "honest_release", "edit_tests", "duplicate_tests_solution",
-       "monkeypatch_numpy", "monkeypatch_check", "swallow_exceptions", "sys_exit"]
+# Kinds that stop plain `nbgrader autograde` for the whole batch (a duplicated graded cell, nbgrader
+# #1083; a kernel that exits) are left out of BOTH runs, like the memory bombs, so that nbgrader grades
+# every submission of the batch and the two times compare like with like.
+MIX = ["honest_solution", "honest_warning", "partly_wrong", "honest_release", "edit_tests",
+       "monkeypatch_numpy", "monkeypatch_check", "swallow_exceptions"]
 HONEST = {"honest_solution", "honest_warning", "partly_wrong", "honest_release"}
 
 
@@ -107,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
                 for chapter in chapters():
                     for sub in gb.assignment_submissions(chapter):
                         theirs_scores[(sub.student.id, chapter)] = sub.score
+            missing = [k for k in our_scores if k not in theirs_scores]
+            figures["nbgrader_missing"] = len(missing)
+            if missing:
+                print(f"plain nbgrader left {len(missing)} submissions ungraded, e.g. {missing[:3]}", file=sys.stderr)
             honest = [k for k in our_scores if kinds.get(k[0]) in HONEST]
             differ = [k for k in honest if abs(our_scores[k] - theirs_scores.get(k, -1)) > 1e-9]
             figures["honest_identical"] = not differ
