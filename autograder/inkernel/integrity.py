@@ -205,6 +205,20 @@ def _restore_list(where: str, current: list, saved: list, found: list) -> None:
         current[:] = saved
 
 
+def _restore_methods(obj, classes: dict, instance_names: set, methods: list, owner: str, prefix: str,
+                     found: list) -> None:
+    """Put back methods replaced on ``obj``'s classes, and drop ones shadowed on ``obj`` itself."""
+    for cls, saved in classes.items():
+        for name, method in saved.items():
+            if cls.__dict__.get(name) is not method:
+                found.append(f"{owner} {cls.__name__}.{name} was replaced")
+                setattr(cls, name, method)
+    for name in set(vars(obj)) - instance_names:
+        if name in methods:
+            found.append(f"{owner} {prefix}{name} was replaced")
+            delattr(obj, name)
+
+
 def _check_machinery(found: list) -> None:
     s = _state
     shell, kernel = s["shell"], s["kernel"]
@@ -222,25 +236,9 @@ def _check_machinery(found: list) -> None:
         found.append("a custom exception handler was installed (set_custom_exc)")
         shell.set_custom_exc((), None)
         shell.custom_exceptions = s["custom_exceptions"]
-    for cls, methods in s["shell_classes"].items():
-        for name, method in methods.items():
-            if cls.__dict__.get(name) is not method:
-                found.append(f"IPython's {cls.__name__}.{name} was replaced")
-                setattr(cls, name, method)
-    for name in set(vars(shell)) - s["shell_instance"]:
-        if name in SHELL_METHODS:
-            found.append(f"IPython's shell.{name} was replaced")
-            delattr(shell, name)
+    _restore_methods(shell, s["shell_classes"], s["shell_instance"], SHELL_METHODS, "IPython's", "shell.", found)
     if kernel is not None:
-        for cls, methods in s["kernel_classes"].items():
-            for name, method in methods.items():
-                if cls.__dict__.get(name) is not method:
-                    found.append(f"the kernel's {cls.__name__}.{name} was replaced")
-                    setattr(cls, name, method)
-        for name in set(vars(kernel)) - s["kernel_instance"]:
-            if name in KERNEL_METHODS:
-                found.append(f"the kernel's {name} was replaced")
-                delattr(kernel, name)
+        _restore_methods(kernel, s["kernel_classes"], s["kernel_instance"], KERNEL_METHODS, "the kernel's", "", found)
     if sys.excepthook is not s["excepthook"]:
         found.append("sys.excepthook was replaced")
         sys.excepthook = s["excepthook"]
