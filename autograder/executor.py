@@ -1,122 +1,63 @@
-"""Run one rebuilt notebook in a fresh sandboxed kernel, cell by cell, with the grader's guards.
+"""Run one rebuilt notebook in two runners: the student's code in one, the course's tests in the other.
 
-On top of nbclient's cell execution: the integrity guard (inkernel/integrity.py) is installed
-before the first cell and consulted before and after every graded test cell; each cell has a
-wall-clock timeout (then an interrupt, then the kernel is stopped if it does not answer), the
-whole notebook a deadline; outputs beyond a byte budget are dropped, not kept in memory; and a
-kernel that dies (os._exit, a signal, the CPU or memory rlimit) ends the run with the reason
-in plain words instead of an exception. The execute_reply's status is kept for each cell: a
-cell whose code raised counts as failed even if its error output was hidden.
+The student runner (sandboxed) runs every cell but the graded tests: given cells, answer cells,
+the student's own cells. The trusted runner runs the course's `definitions` cells (from the
+source, never the student's copy) and the graded test cells, whose calls of the student's
+functions travel to the student runner as data (inkernel/wire.py). A test cell's verdict is
+what the trusted runner reports: nothing in the student's process can change it.
+
+Limits: a wall-clock timeout per cell (the runner interrupts itself; the grader kills a runner
+that does not answer), a deadline for the notebook, a byte budget for outputs, and a runner
+that dies (os._exit, a signal, the CPU or memory rlimit) ends the run with the reason in plain
+words instead of an exception.
 """
 
 from __future__ import annotations
 
-import ast
-import asyncio
 import dataclasses
-import json
 import signal
+import socket
+import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+import nbformat
 from nbformat import NotebookNode
-from nbformat.v4 import new_output
 
-from sandbox import Limits, Sandbox
+sys.path.insert(0, str(Path(__file__).resolve().parent / "inkernel"))
+from sandbox import Limits, Sandbox, Zygote  # noqa: E402
+from wire import Channel, PeerGone, WireError  # noqa: E402
 
-INTEGRITY = Path(__file__).resolve().parent / "inkernel" / "integrity.py"
-GUARD = '__import__("sys").modules["__seqlab_integrity__"]'
+GRACE_S = 10  # beyond the cell timeout, before a runner that does not answer is killed
+STREAMS = ("stdout", "stderr")
+
+
+@dataclasses.dataclass
+class Plan:
+    """What the grader knows from the course's source about each cell of the rebuilt notebook."""
+
+    tests: set[int]  # graded test cells: run in the trusted runner
+    course: dict[int, list[str]]  # test cell -> the source's `definitions` cells to run in the trusted runner first
+    answer_names: list[str]  # names the source's answer cells define: proxies in the trusted runner
+    classes: list[str]  # classes the `definitions` cells define: they travel by their fields
+    hidden_from: dict[int, int]  # test cell -> first line (1-based) of its hidden tests
 
 
 @dataclasses.dataclass
 class Execution:
-    replies: dict[int, str] = dataclasses.field(default_factory=dict)  # cell index -> execute_reply status
-    tampering: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # cell index -> findings
-    problems: list[str] = dataclasses.field(default_factory=list)  # plain-words reasons (kernel died, ...)
+    replies: dict[int, str] = dataclasses.field(default_factory=dict)  # cell index -> "ok" / "error"
+    hidden_failures: set[int] = dataclasses.field(default_factory=set)  # test cells that failed in a hidden test
+    problems: list[str] = dataclasses.field(default_factory=list)  # plain-words reasons (runner died, ...)
     not_run: list[int] = dataclasses.field(default_factory=list)  # cell indexes never executed
     timed_out: list[int] = dataclasses.field(default_factory=list)
+    tampering: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # kept for reports; the design needs none
     output_dropped_bytes: int = 0
     kernel_ready_s: float = 0.0
     seconds: float = 0.0
 
 
-def _size(content: dict) -> int:
-    total = 0
-    for key in ("text", "data", "traceback", "evalue"):
-        value = content.get(key)
-        if isinstance(value, str):
-            total += len(value)
-        elif isinstance(value, list):
-            total += sum(len(str(v)) for v in value)
-        elif isinstance(value, dict):
-            total += sum(len(str(v)) for v in value.values())
-    return total
-
-
-class GradingClient(NotebookClient):
-    """nbclient's executor with an output budget and the reply status of every cell."""
-
-    def __init__(self, nb: NotebookNode, km: Any, limits: Limits, execution: Execution, cwd: str):
-        super().__init__(
-            nb, km=km, timeout=limits.cell_timeout, interrupt_on_timeout=True, allow_errors=True,
-            kernel_name="seqlab-grading", startup_timeout=60, iopub_timeout=10, record_timing=False,
-            resources={"metadata": {"path": cwd}},
-            error_on_timeout={"ename": "CellTimeoutError",
-                              "evalue": f"the cell ran longer than {limits.cell_timeout} s and was interrupted",
-                              "traceback": [f"CellTimeoutError: the cell ran longer than {limits.cell_timeout} s"]},
-        )
-        self.budget = limits.output_bytes
-        self.used = 0
-        self.execution = execution
-        self.on_cell_executed = self._keep_reply
-
-    def _keep_reply(self, cell, cell_index, execute_reply):
-        self.execution.replies[cell_index] = execute_reply["content"].get("status", "error")
-
-    def output(self, outs, msg, display_id, cell_index):
-        size = _size(msg.get("content", {}))
-        if self.used + size > self.budget:
-            if not self.execution.output_dropped_bytes:
-                outs.append(new_output("stream", name="stdout",
-                                       text=f"\n[the grader dropped the rest of the output: more than {self.budget:,d} bytes]\n"))
-            self.execution.output_dropped_bytes += size
-            return None
-        self.used += size
-        return super().output(outs, msg, display_id, cell_index)
-
-    async def hidden(self, expression: str, code: str = "", timeout: float = 20) -> Any:
-        """Evaluate an expression in the kernel outside the notebook (no history, no output)."""
-        msg_id = self.kc.execute(code, silent=True, store_history=False, user_expressions={"r": expression})
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError("the kernel did not answer the grader")
-            try:
-                reply = await self.kc.shell_channel.get_msg(timeout=min(remaining, 1.0))
-            except Exception:  # noqa: BLE001 - queue.Empty: keep waiting until the deadline
-                if not await self.km.is_alive():
-                    raise DeadKernelError("Kernel died") from None
-                continue
-            if reply["parent_header"].get("msg_id") != msg_id:
-                continue
-            result = reply["content"].get("user_expressions", {}).get("r", {})
-            if result.get("status") != "ok":
-                raise RuntimeError(f"{result.get('ename', 'no answer')}: {result.get('evalue', '')}")
-            return json.loads(ast.literal_eval(result["data"]["text/plain"]))
-
-
-def install_code() -> str:
-    return ("def __seqlab_install():\n"
-            "    import sys, types\n"
-            "    module = types.ModuleType('__seqlab_integrity__')\n"
-            "    sys.modules[module.__name__] = module\n"
-            f"    exec(compile({INTEGRITY.read_text()!r}, '<integrity>', 'exec'), module.__dict__)\n"
-            "__seqlab_install()\n"
-            "del __seqlab_install\n")
+class RunnerDied(Exception):
+    pass
 
 
 def describe_exit(status: dict | None, limits: Limits) -> str:
@@ -126,7 +67,7 @@ def describe_exit(status: dict | None, limits: Limits) -> str:
     if sig == signal.SIGXCPU:
         return f"the kernel used more than its {limits.cpu_seconds} s of CPU time and was stopped"
     if sig == signal.SIGKILL:
-        return "the kernel was killed (SIGKILL), most often by running out of memory"
+        return "the kernel was killed (SIGKILL), most often by running out of memory or by the grader after a timeout"
     if sig == signal.SIGXFSZ:
         return f"the kernel wrote a file larger than {limits.file_bytes:,d} bytes and was stopped"
     if sig:
@@ -134,76 +75,191 @@ def describe_exit(status: dict | None, limits: Limits) -> str:
     return f"the kernel exited with code {status.get('exit')} (sys.exit, os._exit, exit() or a crash)"
 
 
-async def run(nb: NotebookNode, sandbox: Sandbox, graded: set[int], definitions: str) -> Execution:
-    """Execute ``nb`` in place; ``graded`` are the indexes of graded test cells to guard."""
+def clean_outputs(items, budget: list[int], execution: Execution) -> list[NotebookNode]:
+    """Outputs a runner reported, as valid nbformat outputs within the notebook's byte budget."""
+    kept: list[NotebookNode] = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("output_type")
+        try:
+            if kind == "stream" and item.get("name") in STREAMS:
+                output = nbformat.v4.new_output("stream", name=item["name"], text=str(item.get("text", "")))
+                size = len(output.text)
+            elif kind in ("display_data", "execute_result") and isinstance(item.get("data"), dict):
+                data = {str(k): v for k, v in item["data"].items() if isinstance(v, (str, dict, list))}
+                metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+                output = nbformat.v4.new_output(kind, data=data, metadata=metadata)
+                if kind == "execute_result":
+                    output.execution_count = item.get("execution_count") if isinstance(item.get("execution_count"), int) else None
+                size = sum(len(str(v)) for v in data.values())
+            elif kind == "error":
+                trace = item.get("traceback") if isinstance(item.get("traceback"), list) else []
+                output = nbformat.v4.new_output("error", ename=str(item.get("ename", "Error"))[:200],
+                                                evalue=str(item.get("evalue", ""))[:4000],
+                                                traceback=[str(t)[:2000] for t in trace[-40:]])
+                size = len(output.evalue)
+            else:
+                continue
+        except (TypeError, ValueError):
+            continue
+        if budget[0] - size < 0 and kind != "error":
+            if not execution.output_dropped_bytes:
+                kept.append(nbformat.v4.new_output("stream", name="stdout", text="\n[the grader dropped the rest of "
+                                                   "the output: more than the notebook's budget]\n"))
+            execution.output_dropped_bytes += size
+            continue
+        budget[0] -= size
+        kept.append(output)
+    return kept
+
+
+class Side:
+    """The grader's end of one runner: its control channel and the zygote that forked it."""
+
+    def __init__(self, name: str, zygote: Zygote, channel: Channel):
+        self.name, self.zygote, self.channel = name, zygote, channel
+        self.dead = False
+
+    def ask(self, message: dict, seconds: float) -> dict:
+        if self.dead:
+            raise RunnerDied(self.name)
+        try:
+            self.channel.send(message, timeout=5)
+            reply = self.channel.recv(time.monotonic() + seconds)
+        except PeerGone as error:
+            self.dead = True
+            raise RunnerDied(str(error)) from None
+        except WireError as error:
+            self.kill()
+            raise RunnerDied(f"the kernel broke the protocol ({error})") from None
+        return reply
+
+    def kill(self) -> None:
+        self.dead = True
+        self.zygote.kill()
+
+
+def start_runners(sandbox: Sandbox, plan: Plan) -> tuple[Side, Side]:
+    sandbox.ensure_started()
+    s_ours, s_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    t_ours, t_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    peer_s, peer_t = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    budget = sandbox.limits.output_bytes
+    try:
+        sandbox.student.fork({"side": "s", "output_bytes": budget}, s_theirs, peer_s)
+        sandbox.trusted.fork({"side": "t", "output_bytes": budget, "answer_names": plan.answer_names,
+                              "classes": plan.classes}, t_theirs, peer_t)
+    finally:
+        for sock in (s_theirs, t_theirs, peer_s, peer_t):
+            sock.close()
+    return Side("student", sandbox.student, Channel(s_ours, max_frame=64 * 2**20)), \
+        Side("trusted", sandbox.trusted, Channel(t_ours, max_frame=64 * 2**20))
+
+
+class Stop(Exception):
+    def __init__(self, index: int, side: Side, timed_out: bool, detail: str):
+        super().__init__(detail)
+        self.index, self.side, self.timed_out, self.detail = index, side, timed_out, detail
+
+
+def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
+    """Execute ``nb`` in place with the two runners; report what happened."""
     limits = sandbox.limits
     execution = Execution()
-    km = sandbox.kernel_manager()
-    client = GradingClient(nb, km, limits, execution, str(sandbox.scratch))
     start = time.perf_counter()
-    deadline = start + limits.notebook_timeout
+    deadline = time.monotonic() + limits.notebook_timeout
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    budget = [limits.output_bytes]
     done: set[int] = set()
+    student = trusted = None
 
     def stop(reason: str, index: int) -> None:
         execution.problems.append(reason)
         execution.not_run = [i for i in code_cells if i >= index and i not in done]
 
-    try:
-        async with client.async_setup_kernel():
-            await client.kc.wait_for_ready(timeout=60)
-            execution.kernel_ready_s = time.perf_counter() - start
-            installed = await client.hidden(f"{GUARD}.install({definitions!r})", code=install_code())
-            assert installed.get("installed")
-            for index in code_cells:
-                cell = nb.cells[index]
-                if time.perf_counter() > deadline:
-                    stop(f"the notebook ran longer than {limits.notebook_timeout} s; the cells from #{index} on were not run", index)
-                    break
-                guarded = index in graded
-                try:
-                    if guarded:
-                        report = await client.hidden(f"{GUARD}.check('before', {str(index)!r})")
-                        if report["tampering"]:
-                            execution.tampering.setdefault(index, []).extend(report["tampering"])
-                    began = time.perf_counter()
-                    await asyncio.wait_for(client.async_execute_cell(cell, index, store_history=not guarded),
-                                           timeout=limits.cell_timeout + 10)
-                    done.add(index)
-                    if time.perf_counter() - began >= limits.cell_timeout:
-                        execution.timed_out.append(index)
-                        await client.hidden("'{}'", timeout=15)  # does the kernel answer after the interrupt?
-                    if guarded:
-                        report = await client.hidden(f"{GUARD}.check('after', {str(index)!r})")
-                        if report["tampering"]:
-                            execution.tampering.setdefault(index, []).extend(report["tampering"])
-                except DeadKernelError:
-                    done.add(index)
-                    await asyncio.sleep(0.3)
-                    stop(f"{describe_exit(sandbox.exit_status(km), limits)} while running cell #{index}", index + 1)
-                    execution.not_run.insert(0, index) if index in graded else None
-                    break
-                except (TimeoutError, asyncio.TimeoutError):
-                    execution.timed_out.append(index)
-                    stop(f"cell #{index} ran past the {limits.cell_timeout} s limit and did not answer the "
-                         "interrupt; the kernel was stopped", index + 1)
-                    execution.not_run.insert(0, index)
-                    break
-                except (RuntimeError, ValueError, KeyError, AssertionError) as error:
-                    execution.tampering.setdefault(index, []).append(
-                        f"the grader's integrity check could not run ({error}); the kernel was tampered with")
-                    if not await km.is_alive():
-                        stop(f"{describe_exit(sandbox.exit_status(km), limits)} around cell #{index}", index + 1)
-                        break
-    except DeadKernelError:
-        stop(describe_exit(sandbox.exit_status(km), limits) + " before the notebook started", 0)
-    except (TimeoutError, asyncio.TimeoutError, RuntimeError) as error:
-        stop(f"the kernel did not start: {error}", 0)
-    finally:
+    def ask(side: Side, index: int, message: dict, timeout: float) -> dict:
+        began = time.monotonic()
         try:
-            if await km.is_alive():
-                await km.shutdown_kernel(now=True)
-        except Exception:  # noqa: BLE001
-            pass
+            return side.ask(message, timeout + GRACE_S)
+        except RunnerDied as error:
+            timed = time.monotonic() - began >= timeout + GRACE_S - 1
+            if timed:
+                side.kill()
+            raise Stop(index, side, timed, str(error)) from None
+
+    try:
+        try:
+            student, trusted = start_runners(sandbox, plan)
+            for side in (student, trusted):
+                if not side.channel.recv(time.monotonic() + 60).get("ready"):
+                    raise WireError("the runner did not say it is ready")
+        except (RuntimeError, WireError) as error:
+            stop(f"the kernel did not start: {error}", 0)
+            return execution
+        execution.kernel_ready_s = time.perf_counter() - start
+        count = 0
+        for index in code_cells:
+            cell = nb.cells[index]
+            if time.monotonic() > deadline:
+                stop(f"the notebook ran longer than {limits.notebook_timeout} s; the cells from #{index} on were "
+                     "not run", index)
+                break
+            timeout = min(limits.cell_timeout, max(1.0, deadline - time.monotonic()))
+            if index in plan.tests:
+                for code in plan.course.get(index, []):  # the course's own code, from the source
+                    course = ask(trusted, index, {"op": "run", "code": code, "timeout": timeout}, timeout)
+                    if course.get("status") != "ok":
+                        execution.problems.append(f"the course's definitions before cell #{index} failed in the "
+                                                  "test kernel; tests after it may fail")
+                reply = ask(trusted, index, {"op": "run", "code": cell.source, "timeout": timeout}, timeout)
+            else:
+                reply = ask(student, index, {"op": "run", "code": cell.source, "timeout": timeout}, timeout)
+            status = reply.get("status") if reply.get("status") in ("ok", "error") else "error"
+            outputs = clean_outputs(reply.get("outputs"), budget, execution)
+            dropped = reply.get("dropped")
+            execution.output_dropped_bytes += dropped if isinstance(dropped, int) and dropped > 0 else 0
+            if any(o.output_type == "error" and o.ename == "CellTimeout" for o in outputs):
+                execution.timed_out.append(index)
+            if index in plan.tests and status == "error":
+                line, hidden = reply.get("error_line"), plan.hidden_from.get(index)
+                if hidden is not None and (not isinstance(line, int) or line >= hidden):
+                    execution.hidden_failures.add(index)
+            count += 1
+            cell.outputs, cell.execution_count = outputs, count
+            execution.replies[index] = status
+            done.add(index)
+            if index in plan.tests and reply.get("peer_broken"):
+                student.kill()  # the student's code stopped answering a test: nothing of it runs on
+                raise Stop(index + 1, student, True, "the student's code did not answer a test in time")
+    except Stop as stopped:
+        index = stopped.index
+        if stopped.side is student:
+            status_info = sandbox.student.wait_exit(5)
+            if stopped.timed_out and index in done:
+                reason = (f"a test in cell #{index - 1} called the student's code, which ran past the "
+                          f"{limits.cell_timeout} s limit and did not answer the interrupt; the kernel was stopped")
+            elif stopped.timed_out:
+                reason = (f"cell #{index} ran past the {limits.cell_timeout} s limit and did not answer the "
+                          "interrupt; the kernel was stopped")
+            else:
+                reason = f"{describe_exit(status_info, limits)} while running cell #{index}"
+        else:
+            reason = (f"the test in cell #{index} ran past the {limits.cell_timeout} s limit" if stopped.timed_out
+                      else f"the test kernel stopped while running cell #{index} ({stopped.detail})")
+        if stopped.timed_out and index not in done:
+            execution.timed_out.append(index)
+        stop(reason, index)
+    finally:
+        for side in (student, trusted):
+            if side is not None and not side.dead:
+                try:
+                    side.channel.send({"op": "exit"}, timeout=2)
+                except WireError:
+                    pass
+        for side in (student, trusted):
+            if side is not None:
+                side.zygote.wait_exit(10)
+                side.channel.sock.close()
     execution.seconds = time.perf_counter() - start
     return execution

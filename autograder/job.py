@@ -15,16 +15,18 @@ What it does, per source notebook:
    the source's, by grade_id, with the source's metadata and points (edited tests restored,
    deleted ones put back, duplicates dropped, foreign "graded" cells made ungraded); the
    student's answer cells and own cells are kept;
-3. execute it in a fresh sandboxed kernel (executor.py) in grading mode;
+3. execute it (executor.py) in grading mode: the student's cells in a fresh sandboxed runner,
+   the course's test cells in a fresh trusted runner that reaches the student's code only
+   through calls with data in and data out (autograder/CONVENTION.md);
 4. score each graded cell with nbgrader's own determine_grade, after moving warnings to
-   stdout (course_preprocessors.KeepWarningsVisible); a cell whose code raised, that was not
-   run, or around which tampering was detected scores zero.
+   stdout (course_preprocessors.KeepWarningsVisible); a cell whose code raised or that was
+   not run scores zero.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import ast
 import hashlib
 import json
 import os
@@ -42,12 +44,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from course_preprocessors import KeepWarningsVisible  # noqa: E402
+from executor import Plan, run  # noqa: E402
 from sandbox import Limits, Sandbox  # noqa: E402
 
 REPO = HERE.parent
-CODE_FILES = ["job.py", "executor.py", "sandbox.py", "kernel_proxy.py", "inkernel/integrity.py",
-              "inkernel/zygote.py", "course_preprocessors.py"]
-RESULT_VERSION = 1
+CODE_FILES = ["job.py", "executor.py", "sandbox.py", "inkernel/runner.py", "inkernel/wire.py",
+              "inkernel/zygote.py", "course_preprocessors.py", "feedback.py"]
+RESULT_VERSION = 2
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 
 
 def digest(paths: list[Path]) -> str:
@@ -75,10 +79,60 @@ def canonical(source: Path) -> NotebookNode:
     return nb
 
 
-def definitions(source: Path) -> str:
-    """The chapter's own setup code (cells tagged "definitions"); the integrity guard trusts its imports."""
-    nb = nbformat.read(source, as_version=4)
-    return "\n".join(c.source for c in nb.cells if c.cell_type == "code" and "definitions" in c.metadata.get("tags", []))
+def python_of(cell_source: str) -> ast.Module | None:
+    """A cell's code as Python (IPython magics turned into calls), or None if it does not parse."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return ast.parse(TransformerManager().transform_cell(cell_source))
+    except SyntaxError:
+        return None
+
+
+def top_level_names(tree: ast.Module | None, classes_only: bool = False) -> list[str]:
+    names: list[str] = []
+    for node in tree.body if tree is not None else []:
+        if isinstance(node, ast.ClassDef):
+            names.append(node.name)
+        elif classes_only:
+            continue
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names += [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return names
+
+
+def plan_for(source: Path, nb: NotebookNode) -> Plan:
+    """What the trusted runner needs from the source: its definitions, the answer names, the hidden lines."""
+    src = nbformat.read(source, as_version=4)
+    answers, classes, pending, by_test = [], [], [], {}
+    for cell in src.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        if "definitions" in cell.metadata.get("tags", []) and not meta.get("grade"):
+            pending.append(cell.source)
+            classes += top_level_names(python_of(cell.source), classes_only=True)
+        elif meta.get("solution"):
+            answers += top_level_names(python_of(cell.source))
+        elif meta.get("grade"):
+            by_test[meta["grade_id"]] = pending
+            pending = []
+    tests, course, hidden_from = set(), {}, {}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+            gid = cell.metadata.nbgrader["grade_id"]
+            tests.add(index)
+            course[index] = by_test.get(gid, [])
+            lines = cell.source.splitlines()
+            begin = next((n for n, line in enumerate(lines, 1) if line.strip() == HIDDEN_BEGIN), None)
+            if begin is not None:
+                hidden_from[index] = begin
+    return Plan(tests=tests, course=course, answer_names=sorted(set(answers)), classes=sorted(set(classes)),
+                hidden_from=hidden_from)
 
 
 def read_student(path: Path) -> tuple[NotebookNode | None, str | None]:
@@ -192,12 +246,11 @@ def score_cells(nb: NotebookNode, execution=None, reason: str | None = None) -> 
                 auto, why = 0.0, "not run: " + (execution.problems[-1] if execution.problems else "the notebook stopped")
             elif execution.replies.get(index) == "error" and auto:
                 auto, why = 0.0, "the cell raised an error (its error output was hidden)"
-            elif index in execution.tampering:
-                auto, why = 0.0, "tampering detected: " + "; ".join(execution.tampering[index][:3])
             elif index in execution.timed_out:
                 auto, why = 0.0, "timed out"
         cells[gid] = {"auto_score": auto, "max_score": max_score, "solution": utils.is_solution(cell),
                       "test": not utils.is_solution(cell), "reason": why,
+                      "hidden_failure": bool(execution is not None and index in execution.hidden_failures),
                       "no_response": bool(utils.is_solution(cell) and cell.metadata.nbgrader.get("checksum") == utils.compute_checksum(cell))}
     return cells
 
@@ -213,15 +266,11 @@ def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) ->
     if student is None:
         return {"status": "invalid", "problems": [reason], "cells": score_cells(canon, None, reason)}, canon
     nb, notes = rebuild(canon, student)
-    graded = {i for i, c in enumerate(nb.cells) if utils.is_grade(c) and not utils.is_solution(c) and c.cell_type == "code"}
-    execution = asyncio.run(executor_run(nb, sandbox, graded, definitions(source)))
+    execution = run(nb, sandbox, plan_for(source, nb))
     for cell in nb.cells:
         KeepWarningsVisible().preprocess_cell(cell, {}, 0)
     nb, _ = LimitOutput().preprocess(nb, {})
     problems = list(execution.problems)
-    for index, found in sorted(execution.tampering.items()):
-        gid = nb.cells[index].metadata.get("nbgrader", {}).get("grade_id", index)
-        problems.append(f"tampering detected at test '{gid}': " + "; ".join(found[:4]))
     for index in execution.timed_out:
         problems.append(f"cell #{index} ran longer than {sandbox.limits.cell_timeout} s and was interrupted")
     memory = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
@@ -233,12 +282,6 @@ def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) ->
     cells = score_cells(nb, execution)
     return {"status": "graded", "problems": problems, "repairs": notes, "cells": cells,
             "timings": {"kernel_ready_s": round(execution.kernel_ready_s, 3), "run_s": round(execution.seconds, 3)}}, nb
-
-
-async def executor_run(nb, sandbox, graded, defs):
-    from executor import run
-
-    return await run(nb, sandbox, graded, defs)
 
 
 def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox: Sandbox, feedback: bool = True) -> dict:
@@ -258,10 +301,16 @@ def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox
         nbformat.write(nb, out / source.name)
         result["notebooks"][source.stem] = entry
         if feedback:
-            from feedback import feedback_html
+            from feedback import feedback_html, plain_feedback
 
-            (out / f"{source.stem}.html").write_text(feedback_html(nb, entry, student, source_dir.name, source.stem))
-    sandbox.reset_scratch()
+            try:
+                page = feedback_html(nb, entry, student, source_dir.name, source.stem)
+            except Exception as error:  # noqa: BLE001 - the grade stands; the feedback falls back to a plain page
+                entry.setdefault("problems", []).append(
+                    f"the feedback page could not be made from the notebook ({type(error).__name__}); a plain one was written")
+                page = plain_feedback(entry, student, source_dir.name, source.stem)
+            (out / f"{source.stem}.html").write_text(page)
+    sandbox.after_submission()
     scores = [c for n in result["notebooks"].values() for c in n["cells"].values()]
     result["score"] = sum(c["auto_score"] or 0 for c in scores)
     result["max_score"] = sum(c["max_score"] for c in scores)

@@ -1,23 +1,22 @@
-"""Where submitted code runs: one sandboxed fork server per worker, one fresh kernel per notebook.
+"""Where code runs while grading: per worker, two sandboxed fork servers and a fresh pair of runners per notebook.
 
-Isolation (Linux, bubblewrap): the sandbox sees a read-only system (/usr), the Python that
-runs the course and the `seqlab` helpers, its own empty /tmp and /dev, and ONE writable
-folder, the worker's scratch folder, which holds only the submission being graded. It does
-not see solutions/, the gradebook, the workspace, other submissions or the home folder. It
-has no network (its own network namespace: the kernel talks to the grader over ZMQ's `ipc`
-transport, unix sockets in a bound folder) and its own PID namespace. Each kernel gets
-rlimits: address space (memory), CPU seconds for the whole notebook, the size of any file it
-writes. Each cell also has a wall-clock timeout (executor.py).
+- The STUDENT sandbox (bubblewrap) sees a read-only system (/usr), the Python that runs the
+  course and the `seqlab` helpers, its own empty /tmp and /dev, and ONE writable folder, the
+  scratch folder of the submission being graded (emptied and made anew for each submission).
+  It does not see solutions/, the gradebook, the workspace, other submissions or the home
+  folder, has no network (own network namespace) and its own PID namespace.
+- The TRUSTED sandbox runs the course's test cells. It never runs a student's code, sees the
+  same read-only files, and nothing writable but its own /tmp; it does not see the scratch folder.
 
-Speed: the zygote (inkernel/zygote.py) imports numpy, matplotlib, torch and seqlab once;
-each notebook then gets a forked copy of it, a kernel ready in ~0.1 s instead of ~3 s. The
-zygote never runs submitted code, so each kernel starts from the same clean state; after a
-kernel ends, the zygote kills whatever it left running and empties /tmp and /dev/shm, and
-the grader empties the scratch folder.
+Each sandbox holds a zygote (inkernel/zygote.py) that imported numpy, matplotlib, torch and
+seqlab once; each notebook gets a forked runner on each side (~0.1 s instead of ~3 s). The
+grader talks to the zygotes and the runners only over socket pairs it created and handed
+down as inherited descriptors: no socket file, connection file, kernelspec, exit marker or
+configuration of the grader's lies anywhere a sandbox can write, so nothing a submission
+plants there is ever opened, followed or run by the grader or a later submission.
 
-Without bubblewrap, `Sandbox(..., sandboxed=False)` runs the same zygote with the same
-rlimits but no filesystem, network or PID isolation; grade.py refuses that unless the
-instructor passes --allow-unsandboxed. Docker is the documented alternative (README).
+Without bubblewrap, `Sandbox(..., sandboxed=False)` runs the same zygotes with the same
+rlimits but no isolation; grade.py refuses that unless the instructor passes --allow-unsandboxed.
 """
 
 from __future__ import annotations
@@ -26,17 +25,14 @@ import dataclasses
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
-
 HERE = Path(__file__).resolve().parent
 INKERNEL = HERE / "inkernel"
-PROXY = HERE / "kernel_proxy.py"
 ETC_FILES = ["ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf",
              "fonts", "mime.types"]
 
@@ -47,9 +43,9 @@ class Limits:
 
     cell_timeout: int = 60  # wall seconds per cell, as nbgrader_config.py
     notebook_timeout: int = 600  # wall seconds for the whole notebook
-    cpu_seconds: int = 600  # CPU seconds for the kernel process, whole notebook (RLIMIT_CPU)
-    memory_bytes: int = 4 * 2**30  # address space the kernel may add to the preloaded libraries' (RLIMIT_AS)
-    file_bytes: int = 256 * 2**20  # largest file the kernel may write (RLIMIT_FSIZE)
+    cpu_seconds: int = 600  # CPU seconds for the runner process, whole notebook (RLIMIT_CPU)
+    memory_bytes: int = 4 * 2**30  # address space the runner may add to the preloaded libraries' (RLIMIT_AS)
+    file_bytes: int = 256 * 2**20  # largest file the runner may write (RLIMIT_FSIZE)
     output_bytes: int = 2 * 2**20  # outputs kept per notebook; the rest is dropped and reported
 
     def for_kernel(self) -> dict:
@@ -75,62 +71,44 @@ def seqlab_root() -> Path:
     return Path(seqlab.__file__).resolve().parent.parent
 
 
-def kernel_environment(scratch: Path, state: Path) -> dict[str, str]:
+def runner_environment(cwd: str) -> dict[str, str]:
     return {
         "NBGRADER_EXECUTION": "autograde",
-        "HOME": str(scratch),
+        "HOME": cwd,
         "TMPDIR": "/tmp",
-        "IPYTHONDIR": str(state / "ipython"),
-        "MPLCONFIGDIR": str(state / "mpl"),
+        "IPYTHONDIR": "/tmp/.ipython",  # /tmp is emptied after every runner
+        "MPLCONFIGDIR": "/tmp/.matplotlib",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
 
 
-class Sandbox:
-    """One worker's sandbox: start() it, then kernel_manager() for each notebook, close() at the end."""
+class Zygote:
+    """One sandboxed fork server: start(), then fork() a runner per notebook, close() at the end."""
 
-    def __init__(self, root: Path, limits: Limits = Limits(), sandboxed: bool = True, python: str | None = None):
-        self.root = Path(root)
+    def __init__(self, side: str, scratch: Path | None, limits: Limits, sandboxed: bool, python: str | None = None):
+        self.side = side  # "s" (student: sees the scratch folder) or "t" (trusted)
+        self.scratch = scratch
         self.limits = limits
         self.sandboxed = sandboxed
         self.python = python or sys.executable
         self.process: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
         self.preload_seconds: dict[str, float] = {}
         self.start_seconds = 0.0
-        self.kernels = 0
         self.bwrap = bubblewrap() if sandboxed else None
         if sandboxed and not self.bwrap:
             raise RuntimeError("bubblewrap (bwrap) is not available")
+        self.child: int | None = None
+        self.last_exit: dict | None = None
 
-    # -- folders ----------------------------------------------------------------------------------
-    @property
-    def scratch(self) -> Path:
-        return self.root / "scratch"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def socket(self) -> Path:
-        return self.root / "ctl" / "zygote.sock"
-
-    def reset_scratch(self) -> Path:
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        self.scratch.mkdir(parents=True)
-        return self.scratch
-
-    # -- the zygote -------------------------------------------------------------------------------
-    def command(self) -> list[str]:
+    def command(self, fd: int) -> list[str]:
         shared = ["/tmp", "/dev/shm"] if self.sandboxed else []
-        inner = [self.python, str(INKERNEL / "zygote.py"), "--socket", str(self.socket),
-                 "--ready", str(self.root / "ctl" / "ready.json"), "--path", str(seqlab_root()),
-                 "--clean", os.pathsep.join(shared), "--kill-all", "1" if self.sandboxed else "0", "--keep", str(self.root)]
+        inner = [self.python, str(INKERNEL / "zygote.py"), "--control", str(fd), "--path", str(seqlab_root()),
+                 "--clean", os.pathsep.join(shared), "--kill-all", "1" if self.sandboxed else "0"]
         if not self.sandboxed:
             return inner
         prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(sys.prefix).resolve(), seqlab_root(), INKERNEL}
-        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
-                "--ro-bind", "/usr", "/usr"]
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
         for name in ("bin", "lib", "lib64", "sbin", "lib32"):
             if Path("/" + name).is_symlink():
                 args += ["--symlink", os.readlink("/" + name), "/" + name]
@@ -139,94 +117,190 @@ class Sandbox:
         for name in ETC_FILES:
             if Path("/etc", name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-        # The empty /tmp first: the course (a clone, a venv) or the worker folder may lie under /tmp,
+        # The empty /tmp first: the course (a clone, a venv) or the scratch folder may lie under /tmp,
         # and a later mount would hide them.
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for prefix in sorted(prefixes, key=lambda p: len(p.parts)):
             args += ["--ro-bind", str(prefix), str(prefix)]
-        args += ["--bind", str(self.root), str(self.root), "--chdir", str(self.scratch),
-                 "--remount-ro", "/",  # nothing outside /tmp and the worker folder is writable, even in memory
+        if self.scratch is not None:
+            args += ["--bind", str(self.scratch), str(self.scratch), "--chdir", str(self.scratch)]
+        else:
+            args += ["--chdir", "/tmp"]
+        args += ["--remount-ro", "/",  # nothing outside /tmp and the scratch folder is writable, even in memory
                  "--unsetenv", "JPY_PARENT_PID"]
         return args + inner
 
     def environment(self) -> dict[str, str]:
-        env = {
+        cwd = str(self.scratch) if self.scratch is not None else "/tmp"
+        return {
             "PATH": os.pathsep.join([str(Path(self.python).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
             "LANG": "C.UTF-8",
             "PYTHONHASHSEED": "0",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "OMP_NUM_THREADS": "1",  # one core per kernel: the pool runs one kernel per core
+            "OMP_NUM_THREADS": "1",  # one core per runner: the pool runs one notebook per core
             "MKL_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
             "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-            **kernel_environment(self.scratch, self.state),
+            **runner_environment(cwd),
         }
-        return env
 
     def start(self, timeout: float = 120) -> None:
         start = time.perf_counter()
-        for folder in ("ctl", "ipc", "state/ipython", "state/mpl"):
-            (self.root / folder).mkdir(parents=True, exist_ok=True)
-        self.reset_scratch()
-        ready = self.root / "ctl" / "ready.json"
-        for stale in (ready, self.socket):
-            stale.unlink(missing_ok=True)
-        log = open(self.root / "ctl" / "zygote.log", "ab")
-        self.process = subprocess.Popen(self.command(), env=self.environment(), stdin=subprocess.DEVNULL,
-                                        stdout=log, stderr=log, cwd=self.scratch)
-        log.close()
-        while not (ready.exists() and self.socket.exists()):
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the grading sandbox did not start: {(self.root / 'ctl' / 'zygote.log').read_text()[-2000:]}")
-            if time.perf_counter() - start > timeout:
-                raise RuntimeError("the grading sandbox did not start in time")
-            time.sleep(0.02)
-        time.sleep(0.01)
-        self.preload_seconds = json.loads(ready.read_text())["preload_seconds"]
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cwd = self.scratch if self.scratch is not None else None
+        self.process = subprocess.Popen(self.command(theirs.fileno()), env=self.environment(), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
+                                        pass_fds=(theirs.fileno(),))
+        theirs.close()
+        self.control = ours
+        event = self.receive(timeout)
+        if not event or event.get("event") != "ready":
+            error = b""
+            if self.process.poll() is not None and self.process.stderr:
+                error = self.process.stderr.read()[-2000:]
+            self.close()
+            raise RuntimeError(f"the grading sandbox did not start: {error.decode(errors='replace')}")
+        self.preload_seconds = event.get("preload_seconds", {})
         self.start_seconds = time.perf_counter() - start
 
+    def receive(self, timeout: float) -> dict | None:
+        assert self.control is not None
+        self.control.settimeout(timeout)
+        try:
+            data = self.control.recv(1 << 20)
+        except (OSError, socket.timeout):
+            return None
+        finally:
+            self.control.settimeout(None)
+        if not data:
+            return None
+        try:
+            message = json.loads(data)
+        except ValueError:
+            return None
+        return message if isinstance(message, dict) else None
+
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.process is not None and self.process.poll() is None and self.control is not None
+
+    def healthy(self) -> bool:
+        """The zygote answers a ping: a child did not stop or kill it."""
+        if not self.alive():
+            return False
+        try:
+            self.control.send(json.dumps({"op": "ping"}).encode())
+        except OSError:
+            return False
+        event = self.receive(5)
+        return bool(event and event.get("event") == "pong")
 
     def ensure_started(self) -> None:
         if not self.alive():
             self.close()
             self.start()
 
+    def fork(self, config: dict, control: socket.socket, peer: socket.socket) -> int:
+        """Start a runner on these two sockets (their other ends stay with the caller)."""
+        self.ensure_started()
+        cwd = str(self.scratch) if self.scratch is not None else "/tmp"
+        request = {"op": "fork", "cwd": cwd, "env": runner_environment(cwd), "limits": self.limits.for_kernel(),
+                   "config": config}
+        socket.send_fds(self.control, [json.dumps(request).encode()], [control.fileno(), peer.fileno()])
+        event = self.receive(30)
+        if not event or event.get("event") != "started":
+            self.close()
+            raise RuntimeError("the sandbox did not start a runner")
+        self.child, self.last_exit = int(event["pid"]), None
+        return self.child
+
+    def kill(self) -> None:
+        if self.alive() and self.child is not None:
+            try:
+                self.control.send(json.dumps({"op": "kill"}).encode())
+            except OSError:
+                pass
+
+    def wait_exit(self, timeout: float = 10) -> dict | None:
+        """How the last runner ended ({"exit", "signal"}), or None if the zygote did not say."""
+        if self.child is None:
+            return self.last_exit
+        if not self.alive():
+            return None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            event = self.receive(max(0.05, deadline - time.monotonic()))
+            if event is None:
+                break
+            if event.get("event") == "exit":
+                self.child, self.last_exit = None, event
+                return event
+        self.close()  # a zygote that does not report its child's end is not trusted with the next one
+        return None
+
     def close(self) -> None:
+        if self.control is not None:
+            self.control.close()
+            self.control = None
         if self.process is not None:
             if self.process.poll() is None:
                 self.process.kill()
             self.process.wait()
+            if self.process.stderr:
+                self.process.stderr.close()
             self.process = None
 
-    # -- kernels ----------------------------------------------------------------------------------
-    def kernel_manager(self) -> AsyncKernelManager:
-        """A jupyter_client kernel manager whose kernel is a fresh fork of the zygote."""
-        self.ensure_started()
-        self.kernels += 1
-        specs = self.root / "kernels" / "seqlab-grading"
-        specs.mkdir(parents=True, exist_ok=True)
-        request = {"env": kernel_environment(self.scratch, self.state), "limits": self.limits.for_kernel()}
-        (specs / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, str(PROXY), str(self.socket), "{connection_file}", str(self.scratch),
-                     json.dumps(request)],
-            "display_name": "seqlab grading sandbox", "language": "python", "interrupt_mode": "message",
-        }))
-        ipc = self.root / "ipc"
-        for old in ipc.iterdir():
-            old.unlink(missing_ok=True)
-        km = AsyncKernelManager(
-            kernel_name="seqlab-grading", transport="ipc", ip=str(ipc / f"k{self.kernels}"),
-            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(self.root / "kernels")], ensure_native_kernel=False),
-            connection_file=str(ipc / f"k{self.kernels}.json"),
-        )
-        return km
 
-    def exit_status(self, km: AsyncKernelManager) -> dict | None:
-        """How the last kernel ended (exit code, signal), as the proxy recorded it."""
-        path = Path(km.connection_file + ".exit")
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
+class Sandbox:
+    """One worker: a student zygote and a trusted zygote, and the scratch folder of the current submission."""
+
+    def __init__(self, root: Path, limits: Limits = Limits(), sandboxed: bool = True, python: str | None = None):
+        self.root = Path(root)
+        self.limits = limits
+        self.sandboxed = sandboxed
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.reset_scratch()
+        self.student = Zygote("s", self.scratch, limits, sandboxed, python)
+        self.trusted = Zygote("t", None, limits, sandboxed, python)
+
+    @property
+    def scratch(self) -> Path:
+        return self.root / "scratch"
+
+    def reset_scratch(self) -> Path:
+        """A fresh, empty scratch folder; what a submission left there is removed without following links."""
+        # Emptied in place (the running sandbox has this very folder bound), entry by entry:
+        # shutil.rmtree works on descriptors and never follows a planted symlink.
+        self.scratch.mkdir(mode=0o700, exist_ok=True)
+        with os.scandir(self.scratch) as entries:
+            for entry in list(entries):
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path)
+                    else:
+                        os.unlink(entry.path)
+                except OSError:
+                    pass
+        return self.scratch
+
+    def start(self) -> None:
+        self.student.start()
+        self.trusted.start()
+
+    def ensure_started(self) -> None:
+        self.student.ensure_started()
+        self.trusted.ensure_started()
+
+    def after_submission(self) -> None:
+        """Between submissions: a zygote that a child stopped or damaged is replaced."""
+        for zygote in (self.student, self.trusted):
+            if not zygote.healthy():
+                zygote.close()
+        self.reset_scratch()
+
+    def close(self) -> None:
+        self.student.close()
+        self.trusted.close()
+
+    @property
+    def preload_seconds(self) -> dict:
+        return self.student.preload_seconds

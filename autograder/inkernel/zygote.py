@@ -1,15 +1,16 @@
-"""The fork server that runs INSIDE one worker's sandbox (see sandbox.py).
+"""The fork server that runs INSIDE a sandbox (see sandbox.py): one per worker and side.
 
-It imports the heavy libraries once (IPython, ipykernel, numpy, matplotlib, torch, seqlab),
-then, for each notebook to grade, forks a child that becomes a fresh IPython kernel. The
-zygote never runs submitted code, so no state passes from one submission to the next: each
-child starts from the same pristine copy of memory, and after it ends the zygote kills every
-process left in the sandbox and empties the shared temporary folders.
+It imports the heavy libraries once (IPython, numpy, matplotlib, torch, seqlab), then, for
+each notebook, forks a child that becomes a runner (runner.py). The zygote never runs
+submitted code; every child starts from the same pristine memory, and after it ends the
+zygote kills every process left in the sandbox and empties the shared temporary folders.
 
-Protocol (one JSON line each way, over the unix socket given with --socket): the proxy
-(kernel_proxy.py, on the grader's side) sends {"connection_file", "cwd", "env", "limits"};
-the zygote answers {"pid"} when the child runs, then {"exit": status} when it has ended.
-If the proxy hangs up first, the child is killed.
+It talks to the grader only over an inherited SOCK_SEQPACKET socket (--control FD): the
+grader sends {"op": "fork", ...} with two descriptors attached (the runner's control and peer
+sockets) and gets {"event": "started", "pid"}, later {"event": "exit", "exit", "signal"};
+{"op": "kill"} ends the running child, {"op": "ping"} is answered with {"event": "pong"}.
+There is no socket file, no ready file and no folder of the zygote's that a child could reach;
+the zygote is not dumpable, so a child cannot ptrace it or read its memory.
 """
 
 from __future__ import annotations
@@ -24,14 +25,13 @@ import socket
 import sys
 import time
 
-PRELOAD = ("ipykernel.ipkernel", "ipykernel.zmqshell", "debugpy", "pdb", "pydoc", "matplotlib_inline.backend_inline",
-           "numpy", "matplotlib", "matplotlib.pyplot", "torch", "seqlab", "seqlab.check", "seqlab.grading")
+PRELOAD = ("IPython.core.interactiveshell", "IPython.core.displayhook", "IPython.core.displaypub", "comm",
+           "matplotlib_inline.backend_inline", "numpy", "matplotlib", "matplotlib.pyplot", "torch", "seqlab",
+           "seqlab.check", "seqlab.grading", "pdb", "pydoc")
 
 
 def preload() -> dict[str, float]:
     seconds = {}
-    import IPython  # noqa: F401
-    import ipykernel.kernelapp  # noqa: F401
     for name in PRELOAD:
         start = time.perf_counter()
         try:
@@ -39,7 +39,7 @@ def preload() -> dict[str, float]:
         except Exception:  # noqa: BLE001 - a library the course lacks is simply not preloaded
             continue
         seconds[name] = round(time.perf_counter() - start, 3)
-    # Read-only course data, parsed once per worker: every forked kernel finds it in seqlab's caches.
+    # Read-only course data, parsed once per worker: every forked runner finds it in seqlab's caches.
     for module, loader in (("seqlab.data", "_brown_table"), ("seqlab.names", "_table")):
         start = time.perf_counter()
         try:
@@ -51,7 +51,7 @@ def preload() -> dict[str, float]:
 
 
 def apply_limits(limits: dict) -> None:
-    """rlimits of the kernel: memory, CPU seconds for the whole notebook, file size, processes."""
+    """rlimits of the runner: memory, CPU seconds for the whole notebook, file size."""
     if limits.get("memory_bytes"):
         # on top of what the preloaded libraries already map (torch alone maps ~1-2 GB of address space)
         m = int(limits["memory_bytes"]) + _address_space()
@@ -62,9 +62,6 @@ def apply_limits(limits: dict) -> None:
     if limits.get("file_bytes"):
         f = int(limits["file_bytes"])
         resource.setrlimit(resource.RLIMIT_FSIZE, (f, f))
-    if limits.get("processes"):
-        p = int(limits["processes"])
-        resource.setrlimit(resource.RLIMIT_NPROC, (p, p))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
@@ -76,30 +73,28 @@ def _address_space() -> int:
     return 0
 
 
-def run_kernel(request: dict) -> None:
-    """In the forked child: become an IPython kernel on the given connection file."""
+def run_child(request: dict, control_fd: int, peer_fd: int) -> None:
+    """In the forked child: become a runner on the two inherited sockets."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     os.setsid()
-    os.environ.pop("JPY_PARENT_PID", None)
-    os.environ.update(request.get("env", {}))
+    os.environ.update({str(k): str(v) for k, v in request.get("env", {}).items()})
+    os.makedirs(os.environ.get("IPYTHONDIR", "/tmp/ipython"), exist_ok=True)
     os.chdir(request["cwd"])
     apply_limits(request.get("limits", {}))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    from ipykernel.kernelapp import IPKernelApp
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import runner
 
-    app = IPKernelApp.instance()
-    app.initialize(["-f", request["connection_file"], "--HistoryManager.enabled=False", "--quiet"])
-    app.start()
-    os._exit(0)
+    runner.main(control_fd, peer_fd, request["config"])
 
 
-def clean_shared(child: int, folders: list[str], kill_all: bool, keep: str) -> None:
-    """Kill every process the kernel left behind; empty the shared temporary folders."""
+def clean_shared(child: int, folders: list[str], kill_all: bool) -> None:
+    """Kill every process the runner left behind; empty the shared temporary folders."""
     try:
-        os.killpg(child, signal.SIGKILL)  # the kernel's session (it called setsid)
+        os.killpg(child, signal.SIGKILL)  # the runner's session (it called setsid)
     except (ProcessLookupError, PermissionError):
         pass
     if kill_all and os.getpid() <= 2:  # pid 2 under bwrap's init: only in our own PID namespace
@@ -116,55 +111,76 @@ def clean_shared(child: int, folders: list[str], kill_all: bool, keep: str) -> N
     for folder in folders:
         for name in os.listdir(folder) if os.path.isdir(folder) else []:
             path = os.path.join(folder, name)
-            if keep == path or keep.startswith(path + os.sep):  # the bound worker folder lies below
-                continue
             try:
                 shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
             except OSError:
                 pass
 
 
-def serve(path: str, shared: list[str], kill_all: bool, keep: str) -> None:
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
-    server.listen(1)
+def send(control: socket.socket, message: dict) -> None:
+    control.send(json.dumps(message).encode())
+
+
+def serve(control: socket.socket, shared: list[str], kill_all: bool) -> None:
     while True:
-        conn, _ = server.accept()
-        stream = conn.makefile("rwb", buffering=0)
-        line = stream.readline()
-        if not line:
-            conn.close()
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 1 << 20, 4)
+        except OSError:
+            return
+        if not data:
+            return  # the grader is gone
+        request = json.loads(data)
+        if request.get("op") == "ping":
+            send(control, {"event": "pong"})
+            for fd in fds:
+                os.close(fd)
             continue
-        request = json.loads(line)
+        if request.get("op") != "fork" or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            continue
         pid = os.fork()
         if pid == 0:
-            server.close()
-            conn.close()
+            control.close()
             try:
-                run_kernel(request)
+                run_child(request, fds[0], fds[1])
             finally:
                 os._exit(70)
-        stream.write((json.dumps({"pid": pid}) + "\n").encode())
+        for fd in fds:
+            os.close(fd)
+        send(control, {"event": "started", "pid": pid})
         status = None
         while status is None:
             done, code = os.waitpid(pid, os.WNOHANG)
             if done:
                 status = code
                 break
-            readable, _, _ = select.select([conn], [], [], 0.05)
-            if readable and not conn.recv(1, socket.MSG_PEEK):  # the proxy hung up: end the kernel
-                os.kill(pid, signal.SIGKILL)
-                _, status = os.waitpid(pid, 0)
-        clean_shared(pid, shared, kill_all, keep)
+            readable, _, _ = select.select([control], [], [], 0.05)
+            if readable:
+                message = control.recv(1 << 16)
+                if not message or json.loads(message).get("op") == "kill":
+                    os.killpg(pid, signal.SIGKILL) if _alive(pid) else None
+                    _, status = os.waitpid(pid, 0)
+                    if not message:
+                        clean_shared(pid, shared, kill_all)
+                        return
+        clean_shared(pid, shared, kill_all)
         if os.WIFSIGNALED(status):
-            reply = {"exit": 128 + os.WTERMSIG(status), "signal": os.WTERMSIG(status)}
+            reply = {"event": "exit", "exit": 128 + os.WTERMSIG(status), "signal": os.WTERMSIG(status)}
         else:
-            reply = {"exit": os.WEXITSTATUS(status), "signal": None}
+            reply = {"event": "exit", "exit": os.WEXITSTATUS(status), "signal": None}
         try:
-            stream.write((json.dumps(reply) + "\n").encode())
+            send(control, reply)
         except OSError:
-            pass
-        conn.close()
+            return
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def main() -> None:
@@ -172,17 +188,15 @@ def main() -> None:
     for extra in args.get("--path", "").split(os.pathsep):
         if extra:
             sys.path.insert(0, extra)
-    os.environ.pop("JPY_PARENT_PID", None)
+    control = socket.socket(fileno=int(args["--control"]))
     seconds = preload()
-    try:  # nobody in the sandbox may ptrace the zygote or read its memory
+    try:  # nobody in the sandbox may ptrace the zygote, read its memory or its descriptors
         import ctypes
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
     except Exception:  # noqa: BLE001
         pass
-    with open(args["--ready"], "w") as f:
-        json.dump({"preload_seconds": seconds, "pid": os.getpid()}, f)
-    serve(args["--socket"], [p for p in args.get("--clean", "").split(os.pathsep) if p], args.get("--kill-all") == "1",
-          args.get("--keep", "/nonexistent"))
+    send(control, {"event": "ready", "preload_seconds": seconds, "pid": os.getpid()})
+    serve(control, [p for p in args.get("--clean", "").split(os.pathsep) if p], args.get("--kill-all") == "1")
 
 
 if __name__ == "__main__":

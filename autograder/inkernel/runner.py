@@ -1,0 +1,418 @@
+"""A notebook kernel for grading: runs cells with IPython, speaks JSON frames over inherited sockets.
+
+One process per notebook and side, forked from a zygote (zygote.py):
+
+- the STUDENT runner runs the course's given cells, the answer cells and the student's own
+  cells; between cells it answers the trusted runner's requests (call a function, construct
+  or use an object, read names) on the peer socket;
+- the TRUSTED runner runs the course's `definitions` cells and the graded test cells; the
+  names that answer cells define are proxies (wire.Remote) to the student runner.
+
+The grader talks to each runner on its control socket: {"op": "run", "code", ...} →
+{"status", "outputs", ...}. No file, socket path or configuration of the grader's lies where
+a submission could write it: both sockets are inherited file descriptors.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+
+from wire import Channel, Codec, Peer, Remote, RemoteError, WireError, write_back  # noqa: F401
+
+CALL_OUTPUT_BYTES = 64 * 1024  # what a student's function may print during one call from a test (then dropped)
+
+
+class CellTimeout(Exception):
+    """The cell (or a call from a test) ran past its time."""
+
+
+def _alarm(signum, frame):
+    raise CellTimeout("the cell ran past its time limit and was interrupted")
+
+
+class Outputs:
+    """nbformat outputs of the cell being run, with a byte budget."""
+
+    def __init__(self, budget: int):
+        self.items: list[dict] = []
+        self.budget = budget
+        self.used = 0
+        self.dropped = 0
+
+    def _fits(self, size: int) -> bool:
+        if self.used + size > self.budget:
+            self.dropped += size
+            return False
+        self.used += size
+        return True
+
+    def stream(self, name: str, text: str) -> None:
+        if not text or not self._fits(len(text)):
+            return
+        if self.items and self.items[-1]["output_type"] == "stream" and self.items[-1]["name"] == name:
+            self.items[-1]["text"] += text
+        else:
+            self.items.append({"output_type": "stream", "name": name, "text": text})
+
+    def display(self, kind: str, data: dict, metadata: dict, count: int | None = None) -> None:
+        data = {str(k): v for k, v in (data or {}).items() if isinstance(v, (str, dict, list))}
+        if not self._fits(sum(len(json.dumps(v)) if not isinstance(v, str) else len(v) for v in data.values())):
+            return
+        output = {"output_type": kind, "data": data, "metadata": metadata if isinstance(metadata, dict) else {}}
+        if kind == "execute_result":
+            output["execution_count"] = count
+        self.items.append(output)
+
+    def error(self, ename: str, evalue: str, tb: list[str]) -> None:
+        self.items.append({"output_type": "error", "ename": ename, "evalue": evalue[:4000], "traceback": tb[-40:]})
+
+
+class Stream(io.TextIOBase):
+    def __init__(self, sink, name: str):
+        self.sink, self.name = sink, name
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text) -> int:
+        text = str(text)
+        self.sink(self.name, text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+
+def make_shell(outputs_ref):
+    """A plain IPython shell whose displays, results and errors land in ``outputs_ref[0]``."""
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.interactiveshell import InteractiveShell
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+            outputs_ref[0].display("display_data", data, metadata or {})
+
+        def clear_output(self, wait=False):
+            outputs_ref[0].items = [o for o in outputs_ref[0].items if o["output_type"] == "error"]
+
+    class Hook(DisplayHook):
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            outputs_ref[0].display("execute_result", format_dict, md_dict or {}, self.prompt_count)
+
+        def finish_displayhook(self):
+            pass
+
+    class Shell(InteractiveShell):
+        last_error_line: int | None = None
+        cell_file: str | None = None
+
+        def init_display_pub(self):
+            self.display_pub = Publisher(shell=self, parent=self)
+            self.configurables.append(self.display_pub)
+
+        def init_displayhook(self):
+            self.displayhook = Hook(shell=self, cache_size=self.cache_size, parent=self)
+            self.configurables.append(self.displayhook)
+            self.display_trap = __import__("IPython.core.display_trap", fromlist=["DisplayTrap"]).DisplayTrap(hook=self.displayhook)
+
+        def showtraceback(self, exc_tuple=None, filename=None, tb_offset=None, exception_only=False, running_compiled_code=False):
+            etype, value, tb = exc_tuple or sys.exc_info()
+            if etype is None:
+                return
+            line = None
+            frame_tb = tb
+            while frame_tb is not None:  # the outermost frame of the cell itself: the statement that failed
+                if frame_tb.tb_frame.f_code.co_filename.startswith("<ipython-input"):
+                    line = frame_tb.tb_lineno
+                    break
+                frame_tb = frame_tb.tb_next
+            self.last_error_line = line
+            try:
+                lines = traceback.format_exception(etype, value, tb)
+            except Exception:  # noqa: BLE001 - an exception whose str() fails
+                lines = [f"{getattr(etype, '__name__', 'Exception')}\n"]
+            try:
+                message = str(value)
+            except Exception:  # noqa: BLE001
+                message = "(an error whose message cannot be shown)"
+            outputs_ref[0].error(getattr(etype, "__name__", "Exception"), message, [x.rstrip("\n") for x in lines])
+
+        def showsyntaxerror(self, filename=None, running_compiled_code=False):
+            self.showtraceback()
+
+        def enable_gui(self, gui=None):
+            pass
+
+    InteractiveShell.clear_instance()
+    shell = Shell.instance(colors="NoColor", history_length=0)
+    shell.history_manager.enabled = False
+    return shell
+
+
+class Runner:
+    def __init__(self, side: str, control: socket.socket, peer: socket.socket, config: dict):
+        self.side = side
+        self.config = config
+        self.outputs_ref = [Outputs(int(config.get("output_bytes", 2 * 2**20)))]
+        self.total_output_budget = int(config.get("output_bytes", 2 * 2**20))
+        self.control = Channel(control, max_frame=64 * 2**20)
+        self.shell = make_shell(self.outputs_ref)
+        self.codec = Codec(side)
+        self.codec.names = self.resolve_name
+        self.peer = Peer(Channel(peer), self.codec, self.serve, self.peer_timeout)
+        self.deadline: float | None = None
+        self.answer_names: list[str] = list(config.get("answer_names", []))
+        signal.signal(signal.SIGALRM, _alarm)
+        import comm  # ipywidgets asks comm for a channel to a front end; there is none while grading
+
+        comm.create_comm = lambda *args, **kwargs: comm.DummyComm(*args, **kwargs)
+        self.shell.run_cell("%matplotlib inline", store_history=False, silent=True)
+        self.outputs_ref[0] = Outputs(self.total_output_budget)
+
+    # -- names ---------------------------------------------------------------------------------------
+    def resolve_name(self, name: str):
+        try:
+            return self.shell.user_ns[name]
+        except KeyError:
+            raise NameError(f"name {name!r} is not defined in the student's notebook") from None
+
+    def peer_timeout(self) -> float | None:
+        if self.deadline is None:
+            return 30.0
+        return max(0.1, self.deadline - time.monotonic())
+
+    # -- requests of the other kernel ------------------------------------------------------------------
+    def target(self, node) -> object:
+        if not isinstance(node, dict):
+            raise WireError("a malformed target")
+        if node.get("$") == "name" and self.side == "s":
+            return self.resolve_name(str(node.get("v")))
+        if node.get("$") == "ref" and node.get("side") == self.side:
+            return self.codec.decode_ref(node)
+        raise WireError("a target that does not live on this side")
+
+    def serve(self, message: dict) -> dict:
+        op = message.get("op")
+        trusted = self.side == "t"
+        if trusted and op not in ("call", "getattr", "callmethod"):
+            raise PermissionError(f"the student's code may not ask the test for {op!r}")
+        if op == "bind" and not trusted:
+            self.register(message.get("register"))
+            return {"value": {"$": "dict", "v": [[name, self.bind(name)] for name in message.get("names", [])
+                                                 if isinstance(name, str) and name in self.shell.user_ns]}}
+        target = self.target(message.get("target"))
+        if op == "getattr":
+            name = str(message.get("name"))
+            if trusted and name.startswith("_"):
+                raise PermissionError(f"the test's objects do not show {name!r}")
+            return {"value": self.codec.encode(getattr(target, name))}
+        if op == "typeof" and not trusted:
+            return {"value": [klass.__name__ for klass in type(target).__mro__]}
+        if op == "setattr":
+            setattr(target, str(message.get("name")), self.codec.decode(message.get("value")))
+            return {"value": None}
+        if op == "optimizer":
+            import torch
+
+            name = str(message.get("name"))
+            if name.startswith("_") or not isinstance(getattr(torch.optim, name, None), type):
+                raise ValueError(f"torch.optim has no optimizer called {name!r}")
+            options = {str(k): self.codec.decode(v) for k, v in (message.get("options") or {}).items()}
+            return {"value": self.codec.keep(getattr(torch.optim, name)(target.parameters(), **options))}
+        if op == "callmethod":
+            name = str(message.get("name"))
+            if trusted and name.startswith("_"):
+                raise PermissionError(f"the test's objects do not show {name!r}")
+            target = getattr(target, name)
+        elif op != "call":
+            raise WireError(f"unknown request {op!r}")
+        if trusted and not callable(target):
+            raise TypeError("this object of the test cannot be called")
+        args = [self.codec.decode(a) for a in message.get("args", [])]
+        kwargs = {str(k): self.codec.decode(v) for k, v in (message.get("kwargs") or {}).items()}
+        if trusted:
+            return {"value": self.codec.encode(target(*args, **kwargs))}
+        return self.call_student(target, args, kwargs, message)
+
+    def call_student(self, target, args: list, kwargs: dict, message: dict) -> dict:
+        """Run the student's code for a test; report its result and the arguments it changed."""
+        left = message.get("seconds")
+        saved = sys.stdout, sys.stderr
+        printed = [0]
+
+        def sink(name, text):  # what a student's function prints during a test call is not kept
+            printed[0] += len(text)
+
+        sys.stdout, sys.stderr = Stream(sink, "stdout"), Stream(sink, "stderr")
+        if isinstance(left, (int, float)) and left > 0:
+            signal.setitimer(signal.ITIMER_REAL, float(left))
+        try:
+            result = target(*args, **kwargs)
+            value = self.codec.encode(result)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            sys.stdout, sys.stderr = saved
+        changed = {}
+        for key, (original, now) in self.arguments(message, args, kwargs):
+            if self.codec_equal(original, now) is False:
+                changed[key] = now
+        return {"value": value, "changed": changed}
+
+    def arguments(self, message: dict, args: list, kwargs: dict):
+        from wire import fingerprint, is_mutable
+
+        pairs = [(str(i), node, value) for i, (node, value) in enumerate(zip(message.get("args", []), args))]
+        pairs += [(key, node, kwargs.get(key)) for key, node in (message.get("kwargs") or {}).items()]
+        for key, node, value in pairs:
+            if not is_mutable(value) or isinstance(value, Remote):
+                continue
+            if isinstance(node, dict) and node.get("$") in ("keep", "mirror"):
+                entry = self.codec.mirrors.get(node.get("id"))
+                now = fingerprint(value)
+                if entry is not None and now != entry[1]:
+                    entry[1] = now
+                    yield key, (None, self.safe_encode(value))
+                continue
+            yield key, (node, self.safe_encode(value))
+
+    def safe_encode(self, value):
+        try:
+            return self.codec.encode(value)
+        except WireError:
+            return None
+
+    @staticmethod
+    def codec_equal(a, b) -> bool:
+        return b is None or (a is not None and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True))
+
+    def bind(self, name: str):
+        value = self.shell.user_ns[name]
+        if callable(value) and not isinstance(value, (type(None),)) and (
+                isinstance(value, type) or hasattr(value, "__code__") or hasattr(value, "__call__")) \
+                and not self.is_data(value):
+            return {"$": "name", "side": self.side, "v": name}
+        return self.codec.encode(value)
+
+    def is_data(self, value) -> bool:
+        try:
+            node = self.codec.encode(value)
+        except WireError:
+            return False
+        return not (isinstance(node, dict) and node.get("$") == "ref")
+
+    def register(self, names) -> None:
+        """The course's own classes (defined in `definitions` cells) travel by their fields."""
+        for name in names if isinstance(names, list) else []:
+            value = self.shell.user_ns.get(name) if isinstance(name, str) else None
+            if isinstance(value, type):
+                self.codec.classes[f"course:{name}"] = value
+
+    # -- cells -----------------------------------------------------------------------------------------
+    def run_cell(self, message: dict) -> dict:
+        code = str(message.get("code", ""))
+        timeout = float(message.get("timeout", 60))
+        self.deadline = time.monotonic() + timeout
+        outputs = Outputs(max(0, self.total_output_budget))
+        self.outputs_ref[0] = outputs
+        if self.side == "t":
+            self.bind_names(code, message)
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = Stream(outputs.stream, "stdout"), Stream(outputs.stream, "stderr")
+        self.shell.last_error_line = None
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            result = self.shell.run_cell(code, store_history=True, silent=False)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            sys.stdout, sys.stderr = saved
+            self.deadline = None
+        if self.side == "t":
+            self.register(self.config.get("classes"))
+        self.total_output_budget -= outputs.used
+        status = "ok" if result.success else "error"
+        if not result.success and not any(o["output_type"] == "error" for o in outputs.items):
+            error = result.error_in_exec or result.error_before_exec
+            outputs.error(type(error).__name__, str(error), [])
+        return {"status": status, "outputs": outputs.items, "dropped": outputs.dropped,
+                "error_line": self.shell.last_error_line, "count": self.shell.execution_count - 1,
+                "peer_broken": self.peer.broken}
+
+    def bind_names(self, code: str, message: dict) -> None:
+        """Before a test cell: the answer names and the names the cell needs, from the student kernel."""
+        wanted = set(self.answer_names)
+        try:
+            tree = ast.parse(self.shell.transform_cell(code))
+            loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+            stored |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
+            wanted |= {name for name in loaded - stored if name not in self.shell.user_ns and not hasattr(builtins, name)}
+        except SyntaxError:
+            pass
+        if not wanted or self.peer.broken:
+            return
+        try:
+            values = self.peer.request("bind", names=sorted(wanted), register=list(self.config.get("classes", [])))
+        except RemoteError:
+            return
+        if isinstance(values, dict):
+            for name, value in values.items():
+                if isinstance(name, str) and name.isidentifier():
+                    self.shell.user_ns[name] = value
+
+    # -- the loop ----------------------------------------------------------------------------------------
+    def loop(self) -> None:
+        channels = [self.control.sock] + ([self.peer.channel.sock] if self.side == "s" else [])
+        while True:
+            ready, _, _ = select.select(channels, [], [])
+            if self.control.sock in ready:
+                try:
+                    message = self.control.recv()
+                except WireError:
+                    return
+                if message.get("op") == "run":
+                    self.control.send(self.run_cell(message))
+                elif message.get("op") == "exit":
+                    return
+            elif self.side == "s":
+                try:
+                    message = self.peer.channel.recv()
+                except WireError:
+                    channels = [self.control.sock]
+                    continue
+                if message.get("kind") == "req":
+                    self.deadline = time.monotonic() + float(message.get("seconds") or 30)
+                    reply = self.peer.answer(message)
+                    self.deadline = None
+                    try:
+                        self.peer.channel.send(reply, timeout=30)
+                    except WireError:
+                        channels = [self.control.sock]
+
+
+def main(control_fd: int, peer_fd: int, config: dict) -> None:
+    control = socket.socket(fileno=control_fd)
+    peer = socket.socket(fileno=peer_fd)
+    runner = Runner(config["side"], control, peer, config)
+    runner.control.send({"ready": True})
+    runner.loop()
