@@ -1,0 +1,229 @@
+"""An embedding projector (chapter 5): words as points in 2-D, neighbours and analogy arrows.
+
+The computation is in pure functions that tests call without a front end:
+
+- :func:`pca_2d` -- the first two principal components of a set of vectors;
+- :func:`tsne_2d` -- a small, exact t-SNE in numpy (van der Maaten and Hinton, 2008), deterministic
+  for a seed; the course ships its result for the projector's words (computed once, cached);
+- :func:`nearest` -- the ``k`` nearest words by cosine similarity;
+- :func:`projector_view` -- everything one picture needs: the points, the highlighted word and
+  its neighbours, and the arrows of an analogy ``a - b + c``.
+
+:func:`embedding_projector` wraps them in core ipywidgets (a text box, a drop-down, sliders) and
+a matplotlib figure, so it runs in JupyterLab, Notebook 7, VS Code and Colab alike.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+__all__ = ["pca_2d", "tsne_2d", "nearest", "parse_analogy", "ProjectorView", "projector_view",
+           "draw_projector", "embedding_projector"]
+
+
+def pca_2d(vectors: np.ndarray) -> np.ndarray:
+    """The coordinates of ``vectors`` (n, d) on their first two principal components, (n, 2).
+
+    The sign of each component is fixed (its largest loading is positive) so that the picture
+    does not flip between runs or machines.
+    """
+    X = np.asarray(vectors, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] < 2:
+        raise ValueError(f"pca_2d needs an (n, d) array with n >= 2, got shape {X.shape}")
+    X = X - X.mean(axis=0)
+    _, _, vt = np.linalg.svd(X, full_matrices=False)
+    components = vt[:2]  # (2, d)
+    signs = np.sign(components[np.arange(len(components)), np.abs(components).argmax(axis=1)])
+    coords = X @ (components * signs[:, None]).T
+    if coords.shape[1] < 2:  # one-dimensional data
+        coords = np.hstack([coords, np.zeros((len(X), 1))])
+    return coords
+
+
+def _conditional_p(distances: np.ndarray, perplexity: float, tol: float = 1e-5, steps: int = 60) -> np.ndarray:
+    """Row-normalised Gaussian affinities, each row's bandwidth found by bisection on the perplexity."""
+    n = len(distances)
+    target = np.log(perplexity)
+    P = np.zeros((n, n))
+    for i in range(n):
+        d = np.delete(distances[i], i)
+        lo, hi, beta = 0.0, np.inf, 1.0
+        for _ in range(steps):
+            w = np.exp(-(d - d.min()) * beta)
+            total = w.sum()
+            p = w / total
+            entropy = -np.sum(p * np.log(np.maximum(p, 1e-300)))
+            if abs(entropy - target) < tol:
+                break
+            if entropy > target:  # too flat: narrow the Gaussian
+                lo = beta
+                beta = beta * 2 if hi == np.inf else (beta + hi) / 2
+            else:
+                hi = beta
+                beta = (beta + lo) / 2
+        P[i, np.arange(n) != i] = p
+    return P
+
+
+def tsne_2d(vectors: np.ndarray, *, perplexity: float = 15.0, iterations: int = 750, seed: int = 0,
+            learning_rate: float = 100.0) -> np.ndarray:
+    """Exact t-SNE of ``vectors`` (n, d) into 2-D, (n, 2); O(n^2), meant for a few hundred points.
+
+    Gaussian affinities in the input with a per-point bandwidth for the given perplexity,
+    Student-t affinities in the map, gradient descent on KL(P || Q) with momentum, per-coordinate
+    gains and early exaggeration, as in the paper. Cosine geometry: the rows are normalised first.
+    """
+    X = np.asarray(vectors, dtype=np.float64)
+    n = len(X)
+    if X.ndim != 2 or n < 4:
+        raise ValueError(f"tsne_2d needs an (n, d) array with n >= 4, got shape {X.shape}")
+    if not 1 <= perplexity < n - 1:
+        raise ValueError(f"perplexity must be in [1, n - 1), got {perplexity} for n = {n}")
+    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    squared = np.maximum((X ** 2).sum(1)[:, None] + (X ** 2).sum(1)[None, :] - 2 * X @ X.T, 0.0)
+    P = _conditional_p(squared, perplexity)
+    P = (P + P.T) / (2 * n)
+    P = np.maximum(P, 1e-12)
+    rng = np.random.default_rng(seed)
+    Y = rng.normal(scale=1e-4, size=(n, 2))
+    velocity = np.zeros_like(Y)
+    gains = np.ones_like(Y)
+    for it in range(iterations):
+        exaggeration = 12.0 if it < 250 else 1.0
+        momentum = 0.5 if it < 250 else 0.8
+        sq = (Y ** 2).sum(1)
+        num = 1.0 / (1.0 + sq[:, None] + sq[None, :] - 2 * Y @ Y.T)  # Student-t kernel
+        np.fill_diagonal(num, 0.0)
+        Q = np.maximum(num / num.sum(), 1e-12)
+        W = (exaggeration * P - Q) * num  # (n, n)
+        grad = 4.0 * ((np.diag(W.sum(1)) - W) @ Y)
+        same = np.sign(grad) == np.sign(velocity)
+        gains = np.where(same, gains * 0.8, gains + 0.2).clip(0.01)
+        velocity = momentum * velocity - learning_rate * gains * grad
+        Y = Y + velocity
+        Y = Y - Y.mean(axis=0)
+    return Y
+
+
+def nearest(word: str, words: Sequence[str], vectors: np.ndarray, k: int = 5) -> list[tuple[str, float]]:
+    """The ``k`` words most cosine-similar to ``word`` (itself left out), best first, with their cosines."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    index = {w: i for i, w in enumerate(words)}
+    if word not in index:
+        raise KeyError(f"{word!r} is not among the {len(words)} words")
+    V = np.asarray(vectors, dtype=np.float64)
+    unit = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-12)
+    cos = unit @ unit[index[word]]
+    cos[index[word]] = -np.inf
+    best = np.argsort(-cos, kind="stable")[:k]
+    return [(words[i], float(cos[i])) for i in best]
+
+
+def parse_analogy(text: str) -> tuple[str, str, str] | None:
+    """``"king - man + woman"`` -> ``("king", "man", "woman")``; None for an empty or unfinished text."""
+    parts = text.lower().replace("+", " + ").replace("-", " - ").split()
+    if len(parts) != 5 or parts[1] != "-" or parts[3] != "+":
+        return None
+    return parts[0], parts[2], parts[4]
+
+
+class ProjectorView(NamedTuple):
+    """What one picture of the projector shows."""
+
+    coords: np.ndarray  # (n, 2) the points
+    focus: int | None  # the index of the highlighted word, if any
+    neighbours: list[int]  # indices of its nearest words
+    arrows: list[tuple[int, int]]  # (from, to) pairs of indices: b -> a and c -> answer
+    answer: str | None  # the analogy's answer (best word that is not a, b or c)
+    message: str  # a line for the learner (unknown word, the analogy's result)
+
+
+def projector_view(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray, word: str = "", k: int = 5,
+                   analogy: str = "") -> ProjectorView:
+    """Points, the highlighted ``word`` with its ``k`` nearest neighbours (in the full vectors, not in
+    2-D), and the arrows of ``analogy`` (``"a - b + c"``): b -> a and c -> the answer, which should
+    be parallel when the analogy holds."""
+    index = {w: i for i, w in enumerate(words)}
+    messages = []
+    focus, neighbours = None, []
+    word = word.strip().lower()
+    if word:
+        if word in index:
+            focus = index[word]
+            found = nearest(word, words, vectors, k)
+            neighbours = [index[w] for w, _ in found]
+            messages.append(f"nearest to {word!r}: " + ", ".join(f"{w} ({c:.2f})" for w, c in found))
+        else:
+            messages.append(f"{word!r} is not among the {len(words)} words shown")
+    arrows, answer = [], None
+    if analogy.strip():
+        parsed = parse_analogy(analogy)
+        if parsed is None:
+            messages.append("write an analogy as: a - b + c")
+        elif any(w not in index for w in parsed):
+            messages.append("not shown: " + ", ".join(w for w in parsed if w not in index))
+        else:
+            a, b, c = (index[w] for w in parsed)
+            V = np.asarray(vectors, dtype=np.float64)
+            unit = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-12)
+            target = unit[a] - unit[b] + unit[c]
+            scores = unit @ target
+            scores[[a, b, c]] = -np.inf
+            best = int(np.argmax(scores))
+            answer = words[best]
+            arrows = [(b, a), (c, best)]
+            messages.append(f"{parsed[0]} - {parsed[1]} + {parsed[2]} = {answer}")
+    return ProjectorView(np.asarray(coords, dtype=float), focus, neighbours, arrows, answer, "; ".join(messages))
+
+
+def draw_projector(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray, word: str = "", k: int = 5,
+                   analogy: str = "", labels: int = 60, title: str = ""):
+    """The projector's figure: every word a grey point, ``labels`` of them named, the focus word
+    red with its neighbours orange, analogy arrows in blue and green."""
+    import matplotlib.pyplot as plt
+
+    view = projector_view(words, vectors, coords, word, k, analogy)
+    xy = view.coords
+    figure, ax = plt.subplots(figsize=(8.5, 6.5))
+    ax.scatter(xy[:, 0], xy[:, 1], s=8, color="0.75")
+    step = max(1, len(words) // max(labels, 1)) if labels else len(words) + 1
+    for i in range(0, len(words), step):
+        ax.annotate(words[i], xy[i], fontsize=7, color="0.45")
+    if view.focus is not None:
+        for i in view.neighbours:
+            ax.scatter(*xy[i], s=40, color="tab:orange", zorder=3)
+            ax.annotate(words[i], xy[i], fontsize=10, color="tab:orange", zorder=4)
+        ax.scatter(*xy[view.focus], s=70, color="tab:red", zorder=4)
+        ax.annotate(words[view.focus], xy[view.focus], fontsize=12, weight="bold", color="tab:red", zorder=5)
+    for (start, end), color in zip(view.arrows, ("tab:blue", "tab:green")):
+        ax.annotate("", xy=xy[end], xytext=xy[start], zorder=5,
+                    arrowprops=dict(arrowstyle="->", color=color, lw=2))
+        for i in (start, end):
+            ax.annotate(words[i], xy[i], fontsize=11, weight="bold", color=color, zorder=6)
+    ax.set(title=title, xticks=[], yticks=[])
+    ax.set_xlabel(view.message, fontsize=9)
+    figure.tight_layout()
+    return figure
+
+
+def embedding_projector(words: Sequence[str], vectors: np.ndarray, layouts: dict[str, np.ndarray], *,
+                        word: str = "king", analogy: str = "king - man + woman", k: int = 5):
+    """A text box for a word, a slider for its number of neighbours, a box for an analogy and a
+    drop-down for the 2-D layout (``layouts`` maps a name such as ``"PCA"`` to (n, 2) coordinates)."""
+    import ipywidgets as widgets
+
+    from seqlab.widgets import figure_widget
+
+    def draw(word, k, analogy, layout):
+        return draw_projector(words, vectors, layouts[layout], word, k, analogy, title=f"{len(words)} words, {layout}")
+
+    controls = {
+        "word": widgets.Text(value=word, description="word", continuous_update=False),
+        "k": widgets.IntSlider(value=k, min=1, max=15, description="neighbours", continuous_update=False),
+        "analogy": widgets.Text(value=analogy, description="analogy", continuous_update=False),
+        "layout": widgets.Dropdown(options=list(layouts), value=next(iter(layouts)), description="layout"),
+    }
+    return figure_widget(draw, controls)
