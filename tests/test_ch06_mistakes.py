@@ -1,0 +1,625 @@
+"""Chapter 6's graded tests reject hard-coded answers and the classic mistakes, and accept other correct code.
+
+Each case swaps one function (or class) of the solution for a variant and runs the exercise's
+whole test cell (visible and hidden tests) against it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from functools import reduce
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mistakes import GradedCells, mistake_tests
+
+CHAPTER = "06-seq2seq-beam-search-bleu"
+
+CELLS = GradedCells(CHAPTER)
+BASE = CELLS.base
+PAD, BOS, EOS = BASE["PAD"], BASE["BOS"], BASE["EOS"]
+
+
+# ---- make_batch --------------------------------------------------------------------------------
+
+def _batch(sources, targets, *, pad_out=PAD, in_has_eos=False, eos_in_length=True, mutate=False):
+    B, S, T = len(sources), max(map(len, sources)), max(map(len, targets)) + 1
+    out = {"src": torch.full((B, S), PAD), "tgt_in": torch.full((B, T), PAD), "tgt_out": torch.full((B, T), pad_out)}
+    for b, (s, t) in enumerate(zip(sources, targets)):
+        out["src"][b, :len(s)] = torch.tensor(s, dtype=torch.long)
+        if mutate:
+            t.append(EOS)
+            out["tgt_out"][b, :len(t)] = torch.tensor(t)
+            t.insert(0, BOS)
+            out["tgt_in"][b, :len(t) - 1] = torch.tensor(t[:-1])
+            continue
+        row_in = [BOS] + t + ([EOS] if in_has_eos else [])
+        out["tgt_in"][b, :min(len(row_in), T)] = torch.tensor(row_in[:T])
+        out["tgt_out"][b, :len(t) + 1] = torch.tensor(t + [EOS])
+    out["src_lengths"] = torch.tensor([len(s) for s in sources])
+    out["tgt_lengths"] = torch.tensor([len(t) + (1 if eos_in_length else 0) for t in targets])
+    if mutate:
+        out["tgt_lengths"] = torch.tensor([len(t) - 1 for t in targets])
+    return out
+
+
+def batch_pads_with_eos(sources, targets):
+    return _batch(sources, targets, pad_out=EOS)
+
+
+def batch_eos_in_decoder_input(sources, targets):
+    return _batch(sources, targets, in_has_eos=True)
+
+
+def batch_lengths_without_eos(sources, targets):
+    return _batch(sources, targets, eos_in_length=False)
+
+
+def batch_changes_the_callers_lists(sources, targets):
+    return _batch(sources, targets, mutate=True)
+
+
+def batch_hardcoded(sources, targets):
+    return {"src": torch.tensor([[5, 6, 7], [8, 0, 0]]), "src_lengths": torch.tensor([3, 1]),
+            "tgt_in": torch.tensor([[1, 7, 9, 0], [1, 4, 4, 4]]), "tgt_out": torch.tensor([[7, 9, 2, 0], [4, 4, 4, 2]]),
+            "tgt_lengths": torch.tensor([3, 4])}
+
+
+def batch_other_correct(sources, targets):
+    pad = lambda rows: nn.utils.rnn.pad_sequence([torch.tensor(r, dtype=torch.long) for r in rows], batch_first=True,  # noqa: E731
+                                                  padding_value=PAD)
+    return {"src": pad(sources), "src_lengths": torch.tensor([len(s) for s in sources], dtype=torch.long),
+            "tgt_in": pad([[BOS, *t] for t in targets]), "tgt_out": pad([[*t, EOS] for t in targets]),
+            "tgt_lengths": torch.tensor([len(t) + 1 for t in targets], dtype=torch.long)}
+
+
+# ---- Encoder -----------------------------------------------------------------------------------
+
+class _EncoderBase(nn.Module):
+    def __init__(self, n_src, embed_size, hidden_size):
+        super().__init__()
+        self.embed = nn.Embedding(n_src, embed_size, padding_idx=PAD)
+        self.rnn = nn.GRU(embed_size, hidden_size, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * hidden_size, hidden_size)
+
+    def final_states(self, src, src_lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), src_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        return self.rnn(packed)[1]
+
+
+class EncoderReadsPadding(_EncoderBase):
+    def forward(self, src, src_lengths):
+        _, h_n = self.rnn(self.embed(src))  # no packing: the padding is read
+        return torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], dim=1)))
+
+
+class EncoderForwardOnly(_EncoderBase):
+    def forward(self, src, src_lengths):
+        h_n = self.final_states(src, src_lengths)
+        return torch.tanh(self.bridge(torch.cat([h_n[0], h_n[0]], dim=1)))
+
+
+class EncoderNoTanh(_EncoderBase):
+    def forward(self, src, src_lengths):
+        h_n = self.final_states(src, src_lengths)
+        return self.bridge(torch.cat([h_n[0], h_n[1]], dim=1))
+
+
+class EncoderLastOutput(_EncoderBase):
+    def forward(self, src, src_lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), src_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        output, _ = nn.utils.rnn.pad_packed_sequence(self.rnn(packed)[0], batch_first=True)
+        last = output[torch.arange(len(src)), src_lengths - 1]  # (B, 2H): the backward half has read one token
+        return torch.tanh(self.bridge(last))
+
+
+class EncoderHardcoded(_EncoderBase):
+    def forward(self, src, src_lengths):
+        return torch.zeros(len(src), self.bridge.out_features)
+
+
+class EncoderOtherCorrect(_EncoderBase):
+    """One source at a time, unpadded: slow but right."""
+
+    def forward(self, src, src_lengths):
+        states = []
+        for row, n in zip(src, src_lengths.tolist()):
+            _, h_n = self.rnn(self.embed(row[:n])[None])
+            states.append(torch.cat([h_n[0, 0], h_n[1, 0]]))
+        return torch.tanh(self.bridge(torch.stack(states)))
+
+
+# ---- Decoder -----------------------------------------------------------------------------------
+
+class _DecoderBase(nn.Module):
+    def __init__(self, n_tgt, embed_size, hidden_size):
+        super().__init__()
+        self.embed = nn.Embedding(n_tgt, embed_size, padding_idx=PAD)
+        self.cell = nn.GRUCell(embed_size, hidden_size)
+        self.out = nn.Linear(hidden_size, n_tgt)
+
+
+class DecoderLogitsFromOldState(_DecoderBase):
+    def forward(self, prev, state):
+        return self.out(state), self.cell(self.embed(prev), state)
+
+
+class DecoderLogSoftmax(_DecoderBase):
+    def forward(self, prev, state):
+        state = self.cell(self.embed(prev), state)
+        return torch.log_softmax(self.out(state), dim=-1), state
+
+
+class DecoderReturnsOldState(_DecoderBase):
+    def forward(self, prev, state):
+        return self.out(self.cell(self.embed(prev), state)), state
+
+
+class DecoderHardcoded(_DecoderBase):
+    def forward(self, prev, state):
+        return torch.zeros(len(prev), self.out.out_features), state
+
+
+class DecoderOtherCorrect(_DecoderBase):
+    """The GRU cell's equations by hand, with the cell's own parameters."""
+
+    def forward(self, prev, state):
+        c = self.cell
+        x = self.embed(prev)
+        r_i, z_i, n_i = F.linear(x, c.weight_ih, c.bias_ih).chunk(3, dim=1)
+        r_h, z_h, n_h = F.linear(state, c.weight_hh, c.bias_hh).chunk(3, dim=1)
+        r, z = torch.sigmoid(r_i + r_h), torch.sigmoid(z_i + z_h)
+        new = z * state + (1 - z) * torch.tanh(n_i + r * n_h)
+        return self.out(new), new
+
+
+# ---- seq2seq_logits ----------------------------------------------------------------------------
+
+def logits_feeds_own_predictions(encoder, decoder, src, src_lengths, tgt_in):
+    state, prev, steps = encoder(src, src_lengths), tgt_in[:, 0], []
+    for _ in range(tgt_in.shape[1]):
+        logits, state = decoder(prev, state)
+        steps.append(logits)
+        prev = logits.argmax(-1)
+    return torch.stack(steps, dim=1)
+
+
+def logits_state_not_carried(encoder, decoder, src, src_lengths, tgt_in):
+    start = encoder(src, src_lengths)
+    return torch.stack([decoder(tgt_in[:, t], start)[0] for t in range(tgt_in.shape[1])], dim=1)
+
+
+def logits_time_first(encoder, decoder, src, src_lengths, tgt_in):
+    return BASE["seq2seq_logits"](encoder, decoder, src, src_lengths, tgt_in).transpose(0, 1)
+
+
+def logits_hardcoded(encoder, decoder, src, src_lengths, tgt_in):
+    return torch.zeros(*tgt_in.shape, 6, dtype=torch.float64)
+
+
+def logits_other_correct(encoder, decoder, src, src_lengths, tgt_in):
+    state, out = encoder(src, src_lengths), None
+    for t, column in enumerate(tgt_in.unbind(dim=1)):
+        logits, state = decoder(column, state)
+        if out is None:
+            out = logits.new_zeros(tgt_in.shape[0], tgt_in.shape[1], logits.shape[1])
+        out[:, t] = logits
+    return out
+
+
+# ---- masked_cross_entropy ----------------------------------------------------------------------
+
+def loss_counts_padding(logits, targets, pad_id=PAD):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def loss_per_sequence(logits, targets, pad_id=PAD):
+    per = F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=pad_id, reduction="none")  # (B, T)
+    mask = targets != pad_id
+    return ((per * mask).sum(1) / mask.sum(1)).mean()
+
+
+def loss_ignores_pad_argument(logits, targets, pad_id=PAD):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=PAD)
+
+
+def loss_hardcoded(logits, targets, pad_id=PAD):
+    return torch.tensor(math.log(5))
+
+
+def loss_other_correct(logits, targets, pad_id=PAD):
+    log_p = torch.log_softmax(logits, dim=-1).gather(2, targets.clamp(min=0)[..., None])[..., 0]
+    mask = (targets != pad_id).to(log_p.dtype)
+    return -(log_p * mask).sum() / mask.sum()
+
+
+# ---- greedy_decode -----------------------------------------------------------------------------
+
+def _greedy(step, state, batch_size, max_len, bos=BOS, eos=EOS, *, past_eos=False, keep_eos=False, stop_first=False):
+    prev, out, done = torch.full((batch_size,), bos), [[] for _ in range(batch_size)], [False] * batch_size
+    for _ in range(max_len):
+        log_probs, state = step(prev, state)
+        prev = log_probs.argmax(-1)
+        for b in range(batch_size):
+            token = int(prev[b])
+            if done[b] and not past_eos:
+                continue
+            if token == eos:
+                done[b] = True
+                if keep_eos:
+                    out[b].append(token)
+            elif not done[b] or past_eos:
+                out[b].append(token)
+        if (stop_first and any(done)) or all(done):
+            break
+    return out
+
+
+def greedy_runs_past_eos(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    return _greedy(step, state, batch_size, max_len, bos, eos, past_eos=True)
+
+
+def greedy_keeps_eos(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    return _greedy(step, state, batch_size, max_len, bos, eos, keep_eos=True)
+
+
+def greedy_stops_at_first_eos(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    return _greedy(step, state, batch_size, max_len, bos, eos, stop_first=True)
+
+
+def greedy_hardcoded(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    return [[4, 4]] if batch_size == 1 else [[4], [4, 4]][:batch_size] + [[]] * max(batch_size - 2, 0)
+
+
+def greedy_other_correct(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    prev = torch.full((batch_size,), bos, dtype=torch.long)
+    alive = torch.ones(batch_size, dtype=torch.bool)
+    columns = []
+    while alive.any() and len(columns) < max_len:
+        log_probs, state = step(prev, state)
+        prev = log_probs.argmax(dim=-1)
+        columns.append(torch.where(alive, prev, torch.full_like(prev, eos)))
+        alive &= prev != eos
+    rows = torch.stack(columns, dim=1).tolist() if columns else [[] for _ in range(batch_size)]
+    return [row[:row.index(eos)] if eos in row else row for row in rows]
+
+
+# ---- beam_search -------------------------------------------------------------------------------
+
+def _beam(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS, *, probabilities=False, keep_finished=False,
+          stop_when_best_ends=False, length_without_eos=False):
+    hyps, scores = [[]], torch.zeros(1, dtype=torch.float64)
+    if probabilities:
+        scores = torch.ones(1, dtype=torch.float64)
+    prev, finished, carried = torch.tensor([bos]), [], []
+    for _ in range(max_len):
+        log_probs, state = step(prev, state)
+        V = log_probs.shape[-1]
+        lp = log_probs.double()
+        total = (scores[:, None] * lp.exp()) if probabilities else (scores[:, None] + lp)
+        total = total.reshape(-1)
+        entries = [(float(total[i]), i) for i in range(total.numel())]
+        if keep_finished:  # finished hypotheses stay in the beam, taking a place
+            entries += [(s, -1 - j) for j, (_, s) in enumerate(carried)]
+        entries.sort(key=lambda e: -e[0])
+        rows, new_hyps, new_scores, tokens = [], [], [], []
+        carried_next = []
+        for value, i in entries[:beam_width]:
+            if i < 0:
+                carried_next.append(carried[-1 - i])
+                continue
+            parent, token = divmod(i, V)
+            log_p = math.log(value) if probabilities and value > 0 else (value if not probabilities else -math.inf)
+            if token == eos:
+                T = len(hyps[parent]) + (0 if length_without_eos else 1)
+                finished.append((hyps[parent], log_p, log_p / max(T, 1) ** alpha))
+                if keep_finished:
+                    carried_next.append((hyps[parent], value))
+            else:
+                rows.append(parent)
+                new_hyps.append(hyps[parent] + [token])
+                new_scores.append(value)
+                tokens.append(token)
+        carried = carried_next
+        if stop_when_best_ends and entries and entries[0][1] >= 0 and entries[0][1] % V == eos:
+            break
+        if not new_hyps:
+            break
+        hyps, scores = new_hyps, torch.tensor(new_scores, dtype=torch.float64)
+        state, prev = state[torch.tensor(rows)], torch.tensor(tokens)
+    else:
+        for t, s in zip(hyps, scores.tolist()):
+            log_p = math.log(s) if probabilities and s > 0 else (s if not probabilities else -math.inf)
+            finished.append((t, log_p, log_p / max(len(t), 1) ** alpha))
+    return sorted(finished, key=lambda h: -h[2])
+
+
+def beam_multiplies_probabilities(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    return _beam(step, state, beam_width, max_len, alpha, bos, eos, probabilities=True)
+
+
+def beam_keeps_finished_in_the_beam(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    return _beam(step, state, beam_width, max_len, alpha, bos, eos, keep_finished=True)
+
+
+def beam_stops_when_best_ends(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    return _beam(step, state, beam_width, max_len, alpha, bos, eos, stop_when_best_ends=True)
+
+
+def beam_length_without_eos(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    return _beam(step, state, beam_width, max_len, alpha, bos, eos, length_without_eos=True)
+
+
+def beam_hardcoded(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    if alpha > 0:
+        return [([4, 4], math.log(0.3), math.log(0.3) / 3), ([5], math.log(0.36), math.log(0.36) / 2)]
+    return [([5], math.log(0.36), math.log(0.36)), ([4, 4], math.log(0.3), math.log(0.3))]
+
+
+def beam_other_correct(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    """Candidates as tuples through heapq, the hypotheses' states kept as a list of rows."""
+    live = [((), 0.0)]
+    rows = state
+    prev = torch.tensor([bos])
+    done = []
+    for _ in range(max_len):
+        log_probs, rows = step(prev, rows)
+        candidates = ((lp + float(log_probs[r, w]), r, w) for r, (_, lp) in enumerate(live) for w in range(log_probs.shape[1]))
+        best = heapq.nlargest(beam_width, candidates, key=lambda c: c[0])
+        keep = [(c, live[c[1]][0]) for c in best]
+        done += [(list(toks), c[0], c[0] / (len(toks) + 1) ** alpha) for c, toks in keep if c[2] == eos]
+        keep = [(c, toks) for c, toks in keep if c[2] != eos]
+        if not keep:
+            return sorted(done, key=lambda h: h[2], reverse=True)
+        live = [(toks + (c[2],), c[0]) for c, toks in keep]
+        rows = torch.stack([rows[c[1]] for c, _ in keep])
+        prev = torch.tensor([c[2] for c, _ in keep])
+    done += [(list(toks), lp, lp / max(len(toks), 1) ** alpha) for toks, lp in live]
+    return sorted(done, key=lambda h: h[2], reverse=True)
+
+
+# ---- attribute_error ---------------------------------------------------------------------------
+
+def _score(step, state, tokens, alpha, bos, eos, *, with_eos=True, normalise=True):
+    s, prev, total = state, torch.tensor([bos]), 0.0
+    for token in list(tokens) + ([eos] if with_eos else []):
+        log_probs, s = step(prev, s)
+        total += float(log_probs[0, token])
+        prev = torch.tensor([token])
+    n = len(tokens) + (1 if with_eos else 0)
+    return total / max(n, 1) ** alpha if normalise else total
+
+
+def attribution_without_eos(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    if list(reference) == list(prediction):
+        return "correct"
+    a, b = (_score(step, state, y, alpha, bos, eos, with_eos=False) for y in (reference, prediction))
+    return "search" if a > b else "model"
+
+
+def attribution_ignores_alpha(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    if list(reference) == list(prediction):
+        return "correct"
+    a, b = (_score(step, state, y, alpha, bos, eos, normalise=False) for y in (reference, prediction))
+    return "search" if a > b else "model"
+
+
+def attribution_inverted(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    if list(reference) == list(prediction):
+        return "correct"
+    a, b = (_score(step, state, y, alpha, bos, eos) for y in (reference, prediction))
+    return "model" if a > b else "search"
+
+
+def attribution_hardcoded(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    if list(reference) == list(prediction):
+        return "correct"
+    return "search" if reference == [5] or alpha > 0 else "model"
+
+
+def attribution_other_correct(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    def log_p(tokens):
+        fed = [bos, *tokens]
+        wanted = [*tokens, eos]
+        s, total = state, 0.0
+        for x, y in zip(fed, wanted):
+            out, s = step(torch.tensor([x]), s)
+            total = total + out[0, y].item()
+        return total / len(wanted) ** alpha
+
+    if tuple(reference) == tuple(prediction):
+        return "correct"
+    return {True: "search", False: "model"}[log_p(reference) > log_p(prediction)]
+
+
+# ---- clipped_precision -------------------------------------------------------------------------
+
+def _grams(tokens, n, *, off_by_one=False):
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + (0 if off_by_one else 1)))
+
+
+def precision_not_clipped(candidate, references, n):
+    counts = _grams(candidate, n)
+    seen = set().union(*(_grams(r, n) for r in references))
+    return sum(c for g, c in counts.items() if g in seen), sum(counts.values())
+
+
+def precision_clipped_by_sum_of_references(candidate, references, n):
+    counts, total = _grams(candidate, n), Counter()
+    for r in references:
+        total.update(_grams(r, n))
+    return sum(min(c, total[g]) for g, c in counts.items()), sum(counts.values())
+
+
+def precision_one_ngram_short(candidate, references, n):
+    counts = _grams(candidate, n, off_by_one=True)
+    most = reduce(lambda a, b: a | b, (_grams(r, n, off_by_one=True) for r in references), Counter())
+    return sum((counts & most).values()), sum(counts.values())
+
+
+def precision_hardcoded(candidate, references, n):
+    return {(7, 1): (2, 7), (7, 2): (3, 6), (4, 1): (2, 4)}.get((len(candidate), n), (5, 7) if n == 1 else (0, 0))
+
+
+def precision_other_correct(candidate, references, n):
+    counts = _grams(candidate, n)
+    most = reduce(lambda a, b: a | b, (_grams(r, n) for r in references), Counter())  # | keeps the maximum
+    return sum((counts & most).values()), sum(counts.values())
+
+
+# ---- corpus_bleu -------------------------------------------------------------------------------
+
+def _stats(candidates, references, max_n, *, clip=True):
+    m, t = [0] * max_n, [0] * max_n
+    for cand, refs in zip(candidates, references):
+        for n in range(1, max_n + 1):
+            a, b = (BASE["clipped_precision"] if clip else precision_not_clipped)(cand, refs, n)
+            m[n - 1] += a
+            t[n - 1] += b
+    c = sum(len(x) for x in candidates)
+    r = sum(min((abs(len(x) - len(cand)), len(x)) for x in refs)[1] for cand, refs in zip(candidates, references))
+    return m, t, c, r
+
+
+def _bleu(candidates, references, max_n=4, *, bp=lambda c, r: 1.0 if c > r else math.exp(1 - r / c), clip=True,
+          combine=lambda ps: math.exp(sum(math.log(p) for p in ps) / len(ps))):
+    m, t, c, r = _stats(candidates, references, max_n, clip=clip)
+    if c == 0 or min(m) == 0:
+        return 0.0
+    return 100 * bp(c, r) * combine([a / b for a, b in zip(m, t)])
+
+
+def bleu_brevity_inverted(candidates, references, max_n=4):
+    return _bleu(candidates, references, max_n, bp=lambda c, r: 1.0 if c > r else math.exp(1 - c / r))
+
+
+def bleu_brevity_when_longer(candidates, references, max_n=4):
+    return _bleu(candidates, references, max_n, bp=lambda c, r: math.exp(1 - r / c))
+
+
+def bleu_arithmetic_mean(candidates, references, max_n=4):
+    return _bleu(candidates, references, max_n, combine=lambda ps: sum(ps) / len(ps))
+
+
+def bleu_weights_not_one_over_n(candidates, references, max_n=4):
+    return _bleu(candidates, references, max_n, combine=lambda ps: math.exp(sum(math.log(p) for p in ps) / 4))
+
+
+def bleu_mean_of_sentences(candidates, references, max_n=4):
+    return sum(_bleu([c], [r], max_n) for c, r in zip(candidates, references)) / len(candidates)
+
+
+def bleu_not_clipped(candidates, references, max_n=4):
+    return _bleu(candidates, references, max_n, clip=False)
+
+
+def bleu_hardcoded(candidates, references, max_n=4):
+    if candidates and candidates[0] == references[0][0]:
+        return 100.0
+    return 0.0
+
+
+def bleu_other_correct(candidates, references, max_n=4):
+    log_sum, c, r = 0.0, 0, 0
+    for n in range(1, max_n + 1):
+        matched = total = 0
+        for cand, refs in zip(candidates, references):
+            a, b = precision_other_correct(cand, refs, n)
+            matched, total = matched + a, total + b
+        if matched == 0:
+            return 0.0
+        log_sum += math.log(matched) - math.log(total)
+    for cand, refs in zip(candidates, references):
+        c += len(cand)
+        r += sorted(refs, key=lambda x: (abs(len(x) - len(cand)), len(x)))[0].__len__()
+    if c == 0:
+        return 0.0
+    return 100.0 * min(1.0, math.exp(1 - r / c)) * math.exp(log_sum / max_n)
+
+
+WRONG = [
+    ("make_batch_tests", "make_batch", batch_pads_with_eos),
+    ("make_batch_tests", "make_batch", batch_eos_in_decoder_input),
+    ("make_batch_tests", "make_batch", batch_lengths_without_eos),
+    ("make_batch_tests", "make_batch", batch_changes_the_callers_lists),
+    ("make_batch_tests", "make_batch", batch_hardcoded),
+    ("Encoder_tests", "Encoder", EncoderReadsPadding),
+    ("Encoder_tests", "Encoder", EncoderForwardOnly),
+    ("Encoder_tests", "Encoder", EncoderNoTanh),
+    ("Encoder_tests", "Encoder", EncoderLastOutput),
+    ("Encoder_tests", "Encoder", EncoderHardcoded),
+    ("Decoder_tests", "Decoder", DecoderLogitsFromOldState),
+    ("Decoder_tests", "Decoder", DecoderLogSoftmax),
+    ("Decoder_tests", "Decoder", DecoderReturnsOldState),
+    ("Decoder_tests", "Decoder", DecoderHardcoded),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_feeds_own_predictions),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_state_not_carried),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_time_first),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_hardcoded),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_counts_padding),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_per_sequence),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_ignores_pad_argument),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_hardcoded),
+    ("greedy_decode_tests", "greedy_decode", greedy_runs_past_eos),
+    ("greedy_decode_tests", "greedy_decode", greedy_keeps_eos),
+    ("greedy_decode_tests", "greedy_decode", greedy_stops_at_first_eos),
+    ("greedy_decode_tests", "greedy_decode", greedy_hardcoded),
+    ("beam_search_tests", "beam_search", beam_multiplies_probabilities),
+    ("beam_search_tests", "beam_search", beam_keeps_finished_in_the_beam),
+    ("beam_search_tests", "beam_search", beam_stops_when_best_ends),
+    ("beam_search_tests", "beam_search", beam_length_without_eos),
+    ("beam_search_tests", "beam_search", beam_hardcoded),
+    ("attribute_error_tests", "attribute_error", attribution_without_eos),
+    ("attribute_error_tests", "attribute_error", attribution_ignores_alpha),
+    ("attribute_error_tests", "attribute_error", attribution_inverted),
+    ("attribute_error_tests", "attribute_error", attribution_hardcoded),
+    ("clipped_precision_tests", "clipped_precision", precision_not_clipped),
+    ("clipped_precision_tests", "clipped_precision", precision_clipped_by_sum_of_references),
+    ("clipped_precision_tests", "clipped_precision", precision_one_ngram_short),
+    ("clipped_precision_tests", "clipped_precision", precision_hardcoded),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_brevity_inverted),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_brevity_when_longer),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_arithmetic_mean),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_weights_not_one_over_n),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_mean_of_sentences),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_not_clipped),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_hardcoded),
+]
+
+RIGHT = [
+    ("make_batch_tests", {"make_batch": batch_other_correct}),
+    ("Encoder_tests", {"Encoder": EncoderOtherCorrect}),
+    ("Decoder_tests", {"Decoder": DecoderOtherCorrect}),
+    ("seq2seq_logits_tests", {"seq2seq_logits": logits_other_correct}),
+    ("masked_cross_entropy_tests", {"masked_cross_entropy": loss_other_correct}),
+    ("greedy_decode_tests", {"greedy_decode": greedy_other_correct}),
+    ("beam_search_tests", {"beam_search": beam_other_correct}),
+    ("attribute_error_tests", {"attribute_error": attribution_other_correct}),
+    ("clipped_precision_tests", {"clipped_precision": precision_other_correct}),
+    ("corpus_bleu_tests", {"corpus_bleu": bleu_other_correct}),
+]
+
+(test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
+ test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
+
+
+def test_visible_checks_alone_catch_the_classic_mistakes():
+    """A self-learner never sees the hidden tests: the visible part must already reject the classic mistakes."""
+    classic = {batch_pads_with_eos, batch_changes_the_callers_lists, EncoderReadsPadding, DecoderLogitsFromOldState,
+               logits_feeds_own_predictions, logits_state_not_carried, loss_counts_padding, greedy_runs_past_eos,
+               beam_multiplies_probabilities, beam_stops_when_best_ends, attribution_ignores_alpha, precision_not_clipped,
+               bleu_brevity_inverted, bleu_brevity_when_longer, bleu_arithmetic_mean, bleu_mean_of_sentences}
+    for grade_id, name, variant in WRONG:
+        if variant not in classic:
+            continue
+        visible = CELLS.sources[grade_id].split("### BEGIN HIDDEN TESTS")[0]
+        namespace = {**CELLS.base, **CELLS.earlier[grade_id], name: variant}
+        try:
+            exec(compile(visible, grade_id, "exec"), namespace)
+        except AssertionError:
+            continue
+        raise AssertionError(f"{variant.__name__} passes the visible checks of {grade_id}")
