@@ -11,6 +11,9 @@ One module a purpose; notebooks import from here, never the other way round:
 - ``seqlab.names``    -- surnames by origin and first names (chapter 3)
 - ``seqlab.gradflow`` -- how gradients flow back through RNN, GRU and LSTM cells, and its widget
 - ``seqlab.train``    -- a training loop with a progress bar and a live loss plot
+- ``seqlab.dates``    -- dates in many forms to ISO, and numbers to words (chapters 6-8)
+- ``seqlab.seq2seq``  -- vocabularies, padded batches, training, greedy/beam decoding, evaluation (chapters 6-8)
+- ``seqlab.beamtree`` -- the beam-search tree explorer (chapter 6)
 """
 
 __version__ = "0.1.0"

@@ -27,7 +27,7 @@ apart), while the train split keeps them, as real data would.
 **numbers**: a whole number written in digits to English words, US style, without "and"
 ("40512" -> "forty thousand five hundred twelve"), 1 to 9 digits. The number of digits is drawn
 uniformly, then the number; the split is by an MD5 hash of the number. The output grows with
-the input (up to 15 words): the task that shows the encoder's bottleneck.
+the input (up to 14 words): the task that shows the encoder's bottleneck.
 
 Columns, tab-separated: ``task split locale pattern source target`` (``locale`` and ``pattern`` are
 ``-`` and ``digits`` for numbers). Babel is BSD-licensed; its CLDR data is under the Unicode
