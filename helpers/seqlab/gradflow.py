@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["CELLS", "NONLINEARITIES", "recurrent_matrix", "gradient_norms", "eigenvalue_curve",
+__all__ = ["CELLS", "NONLINEARITIES", "recurrent_matrix", "gradient_norms", "eigenvalue_curve", "cell_comparison",
+           "draw_cell_comparison", "cell_comparison_widget",
            "draw_gradient_flow", "gradient_flow_widget"]
 
 CELLS = ("RNN", "GRU", "LSTM")
@@ -151,3 +152,54 @@ def gradient_flow_widget(length: int = 50, scale: float = 1.0, nonlinearity: str
         controls["forget_bias"] = widgets.FloatSlider(value=0.0, min=-3.0, max=5.0, step=0.5,
                                                       description="forget bias", continuous_update=False)
     return figure_widget(draw_gradient_flow, controls)
+
+
+# ---- chapter 4: the three cells side by side ---------------------------------------------------
+
+def cell_comparison(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0, *, hidden: int = 32,
+                    seed: int = 0) -> dict[str, np.ndarray]:
+    """||dL/dh_t|| for a tanh RNN, a GRU and an LSTM with the same length, radius and seed.
+
+    ``forget_bias`` is the LSTM's forget-gate total bias (``bias_ih`` = value, ``bias_hh`` = 0 in the
+    forget block). Returns ``{"RNN": norms, "GRU": norms, "LSTM": norms}``, each of shape (length,).
+    """
+    return {
+        "RNN": gradient_norms(length, scale, "tanh", "RNN", hidden=hidden, seed=seed),
+        "GRU": gradient_norms(length, scale, "tanh", "GRU", hidden=hidden, seed=seed),
+        "LSTM": gradient_norms(length, scale, "tanh", "LSTM", hidden=hidden, forget_bias=forget_bias, seed=seed),
+    }
+
+
+def draw_cell_comparison(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0):
+    """The chapter-4 widget's figure: the three cells' gradient norms over t, on one log scale."""
+    import matplotlib.pyplot as plt
+
+    norms = cell_comparison(length, scale, forget_bias)
+    t = np.arange(1, length + 1)
+    figure, ax = plt.subplots(figsize=(8, 3.8))
+    for (name, values), style in zip(norms.items(), ("-", "--", "-")):
+        label = f"LSTM (forget bias {forget_bias:+.1f})" if name == "LSTM" else name
+        ax.semilogy(t, np.maximum(values, 1e-300), style, marker=".", markersize=3, label=label)
+    floor = min(1e-20, min(float(np.min(v[v > 0])) for v in norms.values() if np.any(v > 0)))
+    ax.set(xlabel="time step t", ylabel=r"$\|\partial L / \partial h_t\|$ (log scale)", ylim=(max(floor, 1e-60), 10),
+           title=f"gradient of a loss at step T={length}; recurrent matrices of radius {scale:.2f}")
+    ax.legend(loc="lower right")
+    figure.tight_layout()
+    return figure
+
+
+def cell_comparison_widget(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0):
+    """Sliders for the length, the recurrent radius and the LSTM's forget-gate bias; RNN, GRU, LSTM side by side."""
+    import ipywidgets as widgets
+
+    from seqlab.widgets import figure_widget
+
+    controls = {
+        "length": widgets.IntSlider(value=length, min=2, max=150, step=1, description="length T",
+                                    continuous_update=False),
+        "scale": widgets.FloatSlider(value=scale, min=0.5, max=1.5, step=0.05, description="radius |λ|",
+                                     continuous_update=False),
+        "forget_bias": widgets.FloatSlider(value=forget_bias, min=-3.0, max=5.0, step=0.5, description="forget bias",
+                                           continuous_update=False),
+    }
+    return figure_widget(draw_cell_comparison, controls)

@@ -1,0 +1,232 @@
+"""A word-level LSTM language model of the Brown corpus, on chapter 1's split and vocabulary.
+
+Chapter 4 sets it beside chapter 1's n-gram models. Everything that makes the comparison
+fair lives here, in one place:
+
+* the vocabulary is chapter 1's (:func:`brown_vocab`): lower-cased training words seen at least
+  twice, most frequent first, after ``<unk>``, ``<s>``, ``</s>``; every other word is ``<unk>``;
+* each sentence is scored on its own, like the n-gram models (which restart at ``<s>``): the
+  model reads ``<s> w_1 ... w_n`` and predicts ``w_1 ... w_n </s>``, so exactly the tokens chapter 1
+  scores, ``len(sentence) + 1`` per sentence;
+* the output is a full distribution over that vocabulary, through an adaptive softmax
+  (``nn.AdaptiveLogSoftmaxWithLoss``: the 2,000 most frequent tokens in the head, rarer ones in
+  two cheaper clusters). Only the *input* embedding is smaller: words outside the
+  ``input_vocab`` most frequent are read as ``<unk>`` (what the model reads is its business; what
+  it is scored on is not changed).
+
+The committed checkpoint ``seqlab/checkpoints/brown_lstm.pt`` (weights in float16, under 8 MB)
+and its record ``brown_lstm.json`` (command, seconds, seed, perplexities) come from::
+
+    python -m seqlab.wordlm --epochs 5 --seed 0 --threads 1
+
+(the record's ``command`` names the epochs actually run; each epoch rewrites the checkpoint, when the
+dev perplexity improved, and the record).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import torch
+from torch import nn
+
+__all__ = ["UNK", "BOS", "EOS", "CHECKPOINT", "brown_vocab", "brown_splits", "encode", "WordLSTM",
+           "batches", "evaluate", "train_epoch", "load_checkpoint", "checkpoint_record"]
+
+UNK, BOS, EOS = "<unk>", "<s>", "</s>"
+CHECKPOINT = Path(__file__).with_name("checkpoints") / "brown_lstm.pt"
+RECORD = CHECKPOINT.with_suffix(".json")
+CONFIG = {"input_vocab": 6000, "embed": 256, "hidden": 256, "cutoffs": [2000, 10000], "dropout": 0.3}
+
+
+def brown_vocab(train_sentences: Sequence[Sequence[str]], min_count: int = 2) -> list[str]:
+    """Chapter 1's vocabulary: ``<unk>``, ``<s>``, ``</s>``, then words seen ``min_count`` times or more,
+    most frequent first (ties alphabetically)."""
+    counts = Counter(w for s in train_sentences for w in s)
+    kept = [w for w, c in counts.items() if c >= min_count and w not in (UNK, BOS, EOS)]
+    kept.sort(key=lambda w: (-counts[w], w))
+    return [UNK, BOS, EOS] + kept
+
+
+def brown_splits(limit: dict[str, int | None] | None = None) -> dict[str, list[list[str]]]:
+    """The lower-cased Brown sentences of each split, as chapter 1 reads them (optionally the first few)."""
+    from seqlab.data import load_brown
+
+    limit = limit or {}
+    return {split: [list(s.words) for s in load_brown(split, lower=True)][: limit.get(split)]
+            for split in ("train", "dev", "test")}
+
+
+def encode(sentences: Sequence[Sequence[str]], vocab: Sequence[str]) -> list[torch.Tensor]:
+    """Each sentence as the ids of ``<s> w_1 ... w_n </s>`` (unknown words -> ``<unk>``)."""
+    index = {w: i for i, w in enumerate(vocab)}
+    bos, eos, unk = index[BOS], index[EOS], index[UNK]
+    return [torch.tensor([bos] + [index.get(w, unk) for w in s] + [eos], dtype=torch.long) for s in sentences]
+
+
+class WordLSTM(nn.Module):
+    """Embedding -> dropout -> one-layer LSTM -> dropout -> adaptive softmax over the whole vocabulary."""
+
+    def __init__(self, vocab_size: int, input_vocab: int = 6000, embed: int = 256, hidden: int = 256,
+                 cutoffs: Sequence[int] = (2000, 10000), dropout: float = 0.3):
+        super().__init__()
+        self.vocab_size, self.input_vocab = vocab_size, min(input_vocab, vocab_size)
+        self.embed = nn.Embedding(self.input_vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, batch_first=True)
+        self.drop = nn.Dropout(dropout)
+        cutoffs = [c for c in cutoffs if c < vocab_size]
+        self.softmax = nn.AdaptiveLogSoftmaxWithLoss(hidden, vocab_size, cutoffs=cutoffs, div_value=4.0)
+
+    def hidden_states(self, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """inputs (B, T) ids -> LSTM outputs (B, T, H); ids beyond the input vocabulary are read as <unk> (0)."""
+        inputs = torch.where(inputs < self.input_vocab, inputs, torch.zeros_like(inputs))
+        x = self.drop(self.embed(inputs))
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.lstm(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=inputs.shape[1])
+        return self.drop(out)
+
+    def forward(self, inputs: torch.Tensor, targets: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """The summed negative log-likelihood (nats) of the real targets, and how many there are."""
+        out = self.hidden_states(inputs, lengths)
+        mask = torch.arange(inputs.shape[1], device=inputs.device)[None, :] < lengths.to(inputs.device)[:, None]
+        result = self.softmax(out[mask], targets[mask])
+        return -result.output.sum(), int(mask.sum())
+
+
+def batches(encoded: Sequence[torch.Tensor], batch_size: int, *, generator: torch.Generator | None = None,
+            max_len: int | None = None) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(inputs, targets, lengths) of sentences of similar length; shuffled when a generator is given.
+
+    ``max_len`` cuts long sentences into pieces for training (each piece starts a new state);
+    evaluation never cuts."""
+    pieces = []
+    for ids in encoded:
+        if max_len is None or len(ids) - 1 <= max_len:
+            pieces.append(ids)
+        else:
+            pieces += [ids[i:i + max_len + 1] for i in range(0, len(ids) - 1, max_len)]
+    order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
+    groups = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if generator is not None:
+        groups = [groups[i] for i in torch.randperm(len(groups), generator=generator).tolist()]
+    for group in groups:
+        seqs = [pieces[i] for i in group]
+        lengths = torch.tensor([len(s) - 1 for s in seqs])
+        inputs = torch.zeros(len(seqs), int(lengths.max()), dtype=torch.long)
+        targets = torch.zeros_like(inputs)
+        for b, s in enumerate(seqs):
+            inputs[b, : len(s) - 1], targets[b, : len(s) - 1] = s[:-1], s[1:]
+        yield inputs, targets, lengths
+
+
+def evaluate(model: WordLSTM, encoded: Sequence[torch.Tensor], batch_size: int = 256,
+             device: torch.device | str = "cpu") -> tuple[float, int]:
+    """Perplexity over every predicted token (each word and each </s>), and the number of tokens."""
+    model.eval()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for inputs, targets, lengths in batches(encoded, batch_size):
+            nll, n = model(inputs.to(device), targets.to(device), lengths)
+            total, count = total + float(nll), count + n
+    return math.exp(total / count), count
+
+
+def train_epoch(model: WordLSTM, optimizer: torch.optim.Optimizer, encoded: Sequence[torch.Tensor], *,
+                generator: torch.Generator, batch_size: int = 32, max_len: int = 60, clip: float = 1.0,
+                device: torch.device | str = "cpu", on_step=None) -> float:
+    """One pass over the training sentences; the mean loss per token (nats)."""
+    model.train()
+    total, count = 0.0, 0
+    for inputs, targets, lengths in batches(encoded, batch_size, generator=generator, max_len=max_len):
+        optimizer.zero_grad()
+        nll, n = model(inputs.to(device), targets.to(device), lengths)
+        (nll / n).backward()
+        nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        total, count = total + nll.item(), count + n
+        if on_step is not None:
+            on_step(nll.item() / n)
+    return total / count
+
+
+def checkpoint_record() -> dict:
+    """What the committed checkpoint's training run recorded (command, seconds, seed, perplexities)."""
+    return json.loads(RECORD.read_text())
+
+
+def load_checkpoint(vocab_size: int, path: Path = CHECKPOINT) -> WordLSTM:
+    """The committed model, in float32 and evaluation mode."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: reinstall seqlab, or retrain with `python -m seqlab.wordlm`")
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    if saved["vocab_size"] != vocab_size:
+        raise ValueError(f"the checkpoint has {saved['vocab_size']} tokens, the vocabulary {vocab_size}")
+    model = WordLSTM(vocab_size, **saved["config"])
+    model.load_state_dict({k: v.float() for k, v in saved["state_dict"].items()})
+    return model.eval()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=CHECKPOINT)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(args.seed)
+    data = brown_splits()
+    vocab = brown_vocab(data["train"])
+    encoded = {split: encode(s, vocab) for split, s in data.items()}
+    model = WordLSTM(len(vocab), **CONFIG).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.6)
+    generator = torch.Generator().manual_seed(args.seed)
+    start, best, history = time.perf_counter(), math.inf, []
+    for epoch in range(1, args.epochs + 1):
+        loss = train_epoch(model, optimizer, encoded["train"], generator=generator, device=device)
+        dev_ppl, _ = evaluate(model, encoded["dev"], device=device)
+        history.append({"epoch": epoch, "train_loss": round(loss, 4), "dev_perplexity": round(dev_ppl, 2),
+                        "seconds": round(time.perf_counter() - start, 1)})
+        print(json.dumps(history[-1]), flush=True)
+        if dev_ppl < best:
+            best = dev_ppl
+            state = {k: v.detach().cpu().half() for k, v in model.state_dict().items()}
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({"vocab_size": len(vocab), "config": CONFIG, "state_dict": state}, args.out)
+        # The record is rewritten after every epoch, so that it always describes the checkpoint on disk;
+        # the schedule does not depend on --epochs, so `--epochs k` reproduces the first k epochs exactly.
+        write_record(args, epoch, vocab, encoded, history, time.perf_counter() - start, device)
+        schedule.step()
+
+
+def write_record(args, epochs: int, vocab: list[str], encoded: dict, history: list, seconds: float, device) -> None:
+    model = load_checkpoint(len(vocab), args.out)  # what is shipped: float16 weights, best dev epoch so far
+    test_ppl, n_test = evaluate(model, encoded["test"])
+    dev_ppl, _ = evaluate(model, encoded["dev"])
+    record = {
+        "command": f"python -m seqlab.wordlm --epochs {epochs} --seed {args.seed} --lr {args.lr}"
+                   + (f" --threads {args.threads}" if args.threads else ""),
+        "seed": args.seed, "epochs": epochs, "seconds": round(seconds, 1), "device": str(device),
+        "threads": torch.get_num_threads(), "torch": torch.__version__, "config": CONFIG,
+        "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(vocab),
+        "dev_perplexity": round(dev_ppl, 2), "test_perplexity": round(test_ppl, 2), "test_tokens": n_test,
+        "history": history, "bytes": args.out.stat().st_size,
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps({k: record[k] for k in ("epochs", "seconds", "dev_perplexity", "test_perplexity", "bytes")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
