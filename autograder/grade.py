@@ -31,12 +31,13 @@ import sys
 import tempfile
 import time
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from job import course_version, run_job, submission_hash  # noqa: E402
+from safe_input import Refused, describe, entries, is_real_dir, read_file, zip_member_problem  # noqa: E402
 from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
 from workspace import make_workspace  # noqa: E402
 
@@ -61,60 +62,110 @@ def clean_id(name: str) -> str:
 
 
 def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
-    """Copy an export folder into submitted/<student>/<chapter>/; return the notes on what was odd."""
+    """Copy an export folder into submitted/<student>/<chapter>/; return the notes on what was odd.
+
+    Nothing in the export is followed: a symbolic link, a hard link, a device file or a zip member
+    that leaves its folder is refused, and the refusal becomes that notebook's reason (safe_input.py).
+    """
     notes: list[str] = []
     owners = {name: ch for ch in wanted for name in notebook_names(ch)}
 
+    def chapter_of(name: str, chapter: str | None = None) -> str | None:
+        return chapter or owners.get(name) or (wanted[0] if len(wanted) == 1 else None)
+
     def place(student: str, name: str, data: bytes, chapter: str | None = None) -> None:
-        chapter = chapter or owners.get(name) or (wanted[0] if len(wanted) == 1 else None)
+        chapter = chapter_of(name, chapter)
         if chapter is None:
             notes.append(f"{student}: {name} belongs to no chapter being graded; ignored")
             return
         folder = submitted / student / chapter
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.refused").unlink(missing_ok=True)
+        (folder / name).unlink(missing_ok=True)  # never write through a link left in the workspace
         (folder / name).write_bytes(data)
 
-    for entry in sorted(source.iterdir()):
-        if entry.is_dir():
-            subdirs = [d for d in entry.iterdir() if d.is_dir() and d.name in wanted]
+    def refuse(student: str, name: str, reason: str, chapter: str | None = None) -> None:
+        notes.append(f"{student}: {reason}")
+        chapter = chapter_of(name, chapter) or (wanted[0] if wanted else None)
+        if chapter is None:
+            return
+        folder = submitted / student / chapter
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).unlink(missing_ok=True)
+        target = name if name.endswith(".ipynb") else notebook_names(chapter)[0]
+        (folder / f"{target}.refused").write_text(reason)
+
+    def read_into(student: str, path: Path, name: str, chapter: str | None = None) -> None:
+        try:
+            place(student, name, read_file(path), chapter)
+        except Refused as why:
+            refuse(student, name, str(why), chapter)
+
+    for entry in entries(source):
+        path = Path(entry.path)
+        if entry.is_symlink():
+            student = clean_id(Path(entry.name).stem.split("_")[0] if entry.name.endswith((".ipynb", ".zip")) else entry.name)
+            refuse(student, entry.name, f"{entry.name} is a symbolic link; it was not followed")
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            student = clean_id(entry.name)
+            inner = entries(path)
+            subdirs = [d for d in inner if d.name in wanted]
             if subdirs:  # nbgrader layout: <student>/<chapter>/
                 for d in subdirs:
-                    target = submitted / clean_id(entry.name) / d.name
-                    if d.resolve() != target.resolve():
-                        shutil.rmtree(target, ignore_errors=True)
-                        shutil.copytree(d, target)
+                    if not d.is_dir(follow_symlinks=False):
+                        refuse(student, d.name, f"{entry.name}/{d.name} is not a plain folder (a link?); it was not followed", d.name)
+                        continue
+                    target = submitted / student / d.name
+                    if is_real_dir(target) and os.path.samefile(d.path, target):
+                        continue  # grading from the workspace's own submitted/ folder
+                    shutil.rmtree(target, ignore_errors=True)
+                    target.mkdir(parents=True, exist_ok=True)
+                    for nb in entries(Path(d.path)):
+                        if nb.name.endswith(".ipynb") or nb.name == "timestamp.txt":
+                            read_into(student, Path(nb.path), nb.name, d.name)
             else:
-                for nb in sorted(entry.glob("*.ipynb")):
-                    place(clean_id(entry.name), nb.name, nb.read_bytes())
-                if not any(entry.glob("*.ipynb")):
+                notebooks = [nb for nb in inner if nb.name.endswith(".ipynb")]
+                for nb in notebooks:
+                    read_into(student, Path(nb.path), nb.name)
+                if not notebooks:
                     for chapter in wanted:
-                        (submitted / clean_id(entry.name) / chapter).mkdir(parents=True, exist_ok=True)
+                        (submitted / student / chapter).mkdir(parents=True, exist_ok=True)
                     notes.append(f"{entry.name}: the folder holds no notebook")
-        elif entry.suffix == ".zip":
-            student = clean_id(entry.stem)
+        elif entry.name.endswith(".zip"):
+            student = clean_id(path.stem)
             try:
-                with zipfile.ZipFile(entry) as archive:
+                data = read_file(path, MAX_ZIP_BYTES)
+                with zipfile.ZipFile(io.BytesIO(data)) as archive:
                     members = [m for m in archive.infolist() if m.filename.endswith(".ipynb")
                                and "__MACOSX" not in m.filename and not m.is_dir()]
                     if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
                         raise zipfile.BadZipFile(f"the notebooks inside are larger than {MAX_ZIP_BYTES // 2**20} MB")
                     for member in members:
-                        parts = Path(member.filename).parts
+                        parts = PurePosixPath(member.filename.replace("\\", "/")).parts
                         chapter = next((p for p in parts if p in wanted), None)
-                        place(student, parts[-1], archive.read(member), chapter)
+                        problem = zip_member_problem(member)
+                        if problem:
+                            refuse(student, parts[-1] if parts else "notebook.ipynb", problem, chapter)
+                        else:
+                            place(student, parts[-1], archive.read(member), chapter)
                     if not members:
                         notes.append(f"{entry.name}: the zip file holds no notebook")
+            except Refused as why:
+                refuse(student, entry.name, str(why))
             except (zipfile.BadZipFile, OSError, EOFError) as error:
                 notes.append(f"{entry.name}: not a readable zip file ({error})")
             for chapter in wanted:
                 (submitted / student / chapter).mkdir(parents=True, exist_ok=True)
-        elif entry.suffix == ".ipynb":
-            stem = entry.stem
+        elif entry.name.endswith(".ipynb"):
+            stem = path.stem
             match = next((n for n in owners if stem.endswith("_" + n[:-6]) or stem.endswith("-" + n[:-6])), None)
             if match:
-                place(clean_id(stem[: -len(match[:-6]) - 1]), match, entry.read_bytes())
+                read_into(clean_id(stem[: -len(match[:-6]) - 1]), path, match)
             else:
-                place(clean_id(stem), notebook_names(wanted[0])[0] if len(wanted) == 1 else entry.name, entry.read_bytes())
+                read_into(clean_id(stem), path, notebook_names(wanted[0])[0] if len(wanted) == 1 else entry.name)
+        elif not entry.is_file(follow_symlinks=False):
+            notes.append(f"{entry.name}: {describe(entry.stat(follow_symlinks=False).st_mode)}; ignored")
     return notes
 
 

@@ -44,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from course_preprocessors import KeepWarningsVisible  # noqa: E402
+from safe_input import Refused, entries, is_real_dir, read_file  # noqa: E402
 from executor import Plan, run  # noqa: E402
 from sandbox import Limits, Sandbox  # noqa: E402
 
@@ -58,7 +59,10 @@ def digest(paths: list[Path]) -> str:
     h = hashlib.sha256()
     for path in sorted(paths):
         h.update(path.name.encode())
-        h.update(path.read_bytes() if path.is_file() else b"<missing>")
+        try:
+            h.update(read_file(path))
+        except (OSError, Refused) as why:
+            h.update(f"<{why}>".encode())
     return h.hexdigest()[:16]
 
 
@@ -68,7 +72,9 @@ def course_version(source_dir: Path) -> str:
 
 
 def submission_hash(submission_dir: Path) -> str:
-    return digest(sorted(submission_dir.glob("*.ipynb"))) if submission_dir.is_dir() else "missing"
+    if not is_real_dir(submission_dir):
+        return "missing"
+    return digest([Path(e.path) for e in entries(submission_dir) if e.name.endswith((".ipynb", ".refused"))])
 
 
 def canonical(source: Path) -> NotebookNode:
@@ -138,7 +144,9 @@ def plan_for(source: Path, nb: NotebookNode) -> Plan:
 def read_student(path: Path) -> tuple[NotebookNode | None, str | None]:
     """The student's notebook, or None and the reason in plain words."""
     try:
-        raw = path.read_bytes()
+        raw = read_file(path)
+    except Refused as why:
+        return None, str(why)
     except OSError as error:
         return None, f"{path.name} could not be read ({error.strerror})"
     if not raw.strip():
@@ -257,7 +265,14 @@ def score_cells(nb: NotebookNode, execution=None, reason: str | None = None) -> 
 
 def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) -> tuple[dict, NotebookNode]:
     canon = canonical(source)
-    if not student_path.exists():
+    if os.path.lexists(student_path.parent) and not is_real_dir(student_path.parent):
+        reason = f"the folder {student_path.parent.name} is a link; it was not followed"
+        return {"status": "refused", "problems": [reason], "cells": score_cells(canon, None, reason)}, canon
+    refused = student_path.with_name(student_path.name + ".refused")
+    if not os.path.lexists(student_path) and refused.is_file() and not refused.is_symlink():
+        reason = refused.read_text(errors="replace")[:500]
+        return {"status": "refused", "problems": [reason], "cells": score_cells(canon, None, reason)}, canon
+    if not os.path.lexists(student_path):
         found = sorted(p.name for p in student_path.parent.glob("*.ipynb")) if student_path.parent.is_dir() else []
         others = [name for name in found if name != source.name]
         reason = f"{source.name} is missing" + (f" (found {', '.join(others)}: a notebook must keep its name)" if others else "")
@@ -290,10 +305,13 @@ def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox
     result = {"version": RESULT_VERSION, "student": student, "chapter": source_dir.name,
               "course_version": course_version(source_dir), "submission_hash": submission_hash(submission),
               "timestamp": None, "notebooks": {}, "sandboxed": sandbox.sandboxed}
-    stamp = submission / "timestamp.txt"
-    if stamp.is_file():
-        result["timestamp"] = stamp.read_text(errors="replace").strip()[:64]
-    if not submission.is_dir() or not any(submission.glob("*.ipynb")):
+    try:
+        result["timestamp"] = read_file(submission / "timestamp.txt", 4096).decode(errors="replace").strip()[:64]
+    except (OSError, Refused):
+        pass
+    if not is_real_dir(submission):
+        result["problem"] = "the submission folder is missing or is a link (not followed)"
+    elif not any(e.name.endswith((".ipynb", ".refused")) for e in entries(submission)):
         result["problem"] = "no notebook was submitted for this chapter"
     for source in sorted(source_dir.glob("*.ipynb")):
         sandbox.reset_scratch()

@@ -228,7 +228,7 @@ class Runner:
                 raise PermissionError(f"the test's objects do not show {name!r}")
             return {"value": self.codec.encode(getattr(target, name))}
         if op == "typeof" and not trusted:
-            return {"value": [klass.__name__ for klass in type(target).__mro__]}
+            return {"value": self.codec.encode([klass.__name__ for klass in type(target).__mro__])}
         if op == "setattr":
             setattr(target, str(message.get("name")), self.codec.decode(message.get("value")))
             return {"value": None}
@@ -240,6 +240,14 @@ class Runner:
                 raise ValueError(f"torch.optim has no optimizer called {name!r}")
             options = {str(k): self.codec.decode(v) for k, v in (message.get("options") or {}).items()}
             return {"value": self.codec.keep(getattr(torch.optim, name)(target.parameters(), **options))}
+        if op == "grad" and not trusted:
+            wrt = message.get("wrt")
+            args = [self.codec.decode(a) for a in message.get("args", [])]
+            if not isinstance(wrt, int) or not 0 <= wrt < len(args):
+                raise WireError("a gradient with respect to an argument that is not there")
+            from seqlab.grading import value_and_grad
+
+            return {"value": self.codec.encode(value_and_grad(target, *args, wrt=wrt))}
         if op == "callmethod":
             name = str(message.get("name"))
             if trusted and name.startswith("_"):
@@ -285,6 +293,11 @@ class Runner:
         pairs = [(str(i), node, value) for i, (node, value) in enumerate(zip(message.get("args", []), args))]
         pairs += [(key, node, kwargs.get(key)) for key, node in (message.get("kwargs") or {}).items()]
         for key, node, value in pairs:
+            if isinstance(node, dict) and node.get("$") == "iter":
+                items = self.codec.iter_items.pop(id(value), None)
+                if items is not None:
+                    yield key, ({"$": "list", "v": node.get("v")}, self.safe_encode(items))
+                continue
             if not is_mutable(value) or isinstance(value, Remote):
                 continue
             if isinstance(node, dict) and node.get("$") in ("keep", "mirror"):

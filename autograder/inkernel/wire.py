@@ -136,6 +136,11 @@ class Remote:
     __getitem__ = __contains__ = __float__ = __int__ = __index__ = _not_data
 
     @staticmethod
+    def _remote_value_and_grad(fn: "Remote", args: list, wrt: int):
+        """seqlab.grading.value_and_grad: the gradient is taken where the function runs."""
+        return fn._peer.request("grad", target=fn._ref, args=list(args), kwargs={}, wrt=wrt)
+
+    @staticmethod
     def _remote_type_names(obj: "Remote") -> list[str]:
         """seqlab.grading.type_names: the names of the classes of the object, most specific first."""
         return obj._peer.request("typeof", target=obj._ref)
@@ -231,6 +236,7 @@ class Codec:
         self.peer: Peer | None = None
         self.names: Callable[[str], Any] | None = None  # resolves {"$": "name"} references on the owning side
         self.mirrors: dict[int, list] = {}  # arguments the other side sent once and refers to while unchanged
+        self.iter_items: dict[int, list] = {}  # iterator argument -> its items (their changes go back)
 
     # encoding ---------------------------------------------------------------------------------------
     def course_class(self, cls: type) -> tuple[str, type] | None:
@@ -377,8 +383,10 @@ class Codec:
             items = [self.decode(x, d) for x in v]
             if tag == "list":
                 return items
-            if tag == "iter":
-                return iter(items)
+            if tag == "iter":  # an argument that was a generator: one pass, as the caller's
+                iterator = iter(items)
+                self.iter_items[id(iterator)] = items
+                return iterator
             try:
                 return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
             except TypeError:
@@ -671,6 +679,21 @@ def _jsonable(value):
 
 # -- one side of the conversation ---------------------------------------------------------------------
 
+class _Items:
+    """A generator or iterator argument, drawn once by the caller; its items' changes come back."""
+
+    def __init__(self, iterator):
+        self.items = []
+        for item in iterator:
+            self.items.append(item)
+            if len(self.items) > MAX_ITEMS:
+                raise WireError(f"an iterator with more than {MAX_ITEMS:,d} items is not data")
+
+
+def _is_iterator(value) -> bool:
+    return isinstance(value, collections.abc.Iterator) and not isinstance(value, (io.IOBase, Remote))
+
+
 class RemoteError(Exception):
     """An exception raised by the other side's code, by type name and message."""
 
@@ -707,6 +730,11 @@ class Peer:
         self.next_mirror = 1
 
     def encode_argument(self, value):
+        if isinstance(value, _Items):
+            return {"$": "iter", "v": [self.codec.encode(x) for x in value.items]}
+        return self.encode_value_argument(value)
+
+    def encode_value_argument(self, value):
         """A large argument is sent once; while it is unchanged, later calls refer to the copy over there."""
         fp = fingerprint(value) if is_mutable(value) or isinstance(value, tuple) else None
         if fp is None:
@@ -727,13 +755,13 @@ class Peer:
         message = {"kind": "req", "id": ident, "op": op, "rng": self.randoms.outgoing()}
         args = None
         if "args" in fields:
-            args = fields.pop("args")
-            kwargs = fields.pop("kwargs")
+            args = [_Items(a) if _is_iterator(a) else a for a in fields.pop("args")]
+            kwargs = {k: _Items(v) if _is_iterator(v) else v for k, v in fields.pop("kwargs").items()}
             message["args"] = [self.encode_argument(a) for a in args]
             message["kwargs"] = {str(k): self.encode_argument(v) for k, v in kwargs.items()}
             args = (args, kwargs)
         for key, value in fields.items():
-            message[key] = value if key in ("target", "name", "names", "options", "register") else self.codec.encode(value)
+            message[key] = value if key in ("target", "name", "names", "options", "register", "wrt") else self.codec.encode(value)
         if op == "optimizer":
             message["options"] = {str(k): self.codec.encode(v) for k, v in fields["options"].items()}
         import time
@@ -758,7 +786,12 @@ class Peer:
             positional, keywords = args
             for key, node in reply["changed"].items():
                 target = positional[int(key)] if key.isdigit() and int(key) < len(positional) else keywords.get(key)
-                if target is not None and is_mutable(target):
+                if isinstance(target, _Items):
+                    new = self.codec.decode(node)
+                    for old_item, new_item in zip(target.items, new if isinstance(new, list) else []):
+                        if is_mutable(old_item):
+                            write_back(old_item, new_item)
+                elif target is not None and is_mutable(target):
                     write_back(target, self.codec.decode(node))
                     if id(target) in self.sent:
                         self.sent[id(target)][1] = fingerprint(target)
