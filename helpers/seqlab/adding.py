@@ -11,7 +11,7 @@ steps or more.
 read-out of the last state) with a fixed seed and a fixed number of steps, and reports its test
 MSE. Chapter 4 runs one seed in the notebook; the figures for all seeds come from::
 
-    python -m seqlab.adding          # writes seqlab/results/adding.json
+    python -m seqlab.adding          # writes seqlab/results/ch04_adding.json
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = ["BASELINE_MSE", "RESULTS", "MODELS", "adding_batch", "AddingModel", "
            "lstm_gates", "load_results"]
 
 BASELINE_MSE = 1 / 6  # always answering 1: the variance of the sum of two U(0, 1) numbers
-RESULTS = Path(__file__).with_name("results") / "adding.json"
+RESULTS = Path(__file__).with_name("results") / "ch04_adding.json"
 MODELS = {"RNN": ("RNN", None), "GRU": ("GRU", None), "LSTM": ("LSTM", None), "LSTM, forget bias 1": ("LSTM", 1.0)}
 
 

@@ -14,8 +14,8 @@ fair lives here, in one place:
   ``input_vocab`` most frequent are read as ``<unk>`` (what the model reads is its business; what
   it is scored on is not changed).
 
-The committed checkpoint ``seqlab/checkpoints/brown_lstm.pt`` (weights in float16, under 8 MB)
-and its record ``brown_lstm.json`` (command, seconds, seed, perplexities) come from::
+The committed checkpoint ``seqlab/checkpoints/ch04_brown_lstm.pt`` (weights in float16, under 8 MB)
+and its record ``ch04_brown_lstm.json`` (command, seconds, seed, perplexities) come from::
 
     python -m seqlab.wordlm --epochs 5 --seed 0 --threads 1
 
@@ -41,7 +41,7 @@ __all__ = ["UNK", "BOS", "EOS", "CHECKPOINT", "brown_vocab", "brown_splits", "en
            "batches", "evaluate", "train_epoch", "load_checkpoint", "checkpoint_record"]
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
-CHECKPOINT = Path(__file__).with_name("checkpoints") / "brown_lstm.pt"
+CHECKPOINT = Path(__file__).with_name("checkpoints") / "ch04_brown_lstm.pt"
 RECORD = CHECKPOINT.with_suffix(".json")
 CONFIG = {"input_vocab": 6000, "embed": 256, "hidden": 256, "cutoffs": [2000, 10000], "dropout": 0.3}
 
