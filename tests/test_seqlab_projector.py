@@ -23,10 +23,10 @@ def two_clusters(n=20, d=6, seed=0):
 
 def test_pca_keeps_the_main_direction_first_and_is_sign_stable():
     t = np.linspace(-3, 3, 15)
-    X = np.stack([t, 0.1 * np.sin(t), np.zeros_like(t)], axis=1) @ np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))[0]
+    X = np.stack([t, 0.1 * (t ** 2 - np.mean(t ** 2)), np.zeros_like(t)], axis=1) @ np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))[0]
     Y = pca_2d(X)
     assert Y.shape == (15, 2)
-    assert np.var(Y[:, 0]) > 50 * np.var(Y[:, 1])
+    assert np.var(Y[:, 0]) > 10 * np.var(Y[:, 1])
     np.testing.assert_allclose(np.abs(Y[:, 0]), np.abs(t - t.mean()), atol=1e-9)
     np.testing.assert_allclose(pca_2d(X * 1.0), pca_2d(X.copy()))  # deterministic
     with pytest.raises(ValueError):
@@ -35,12 +35,12 @@ def test_pca_keeps_the_main_direction_first_and_is_sign_stable():
 
 def test_tsne_separates_clusters_and_is_deterministic():
     X, labels = two_clusters()
-    Y = tsne_2d(X, perplexity=5, iterations=300, seed=3)
+    Y = tsne_2d(X, perplexity=5, seed=3)
     assert Y.shape == (40, 2) and np.isfinite(Y).all()
-    centres = np.array([Y[labels == k].mean(0) for k in (0, 1)])
-    spread = max(np.linalg.norm(Y[labels == k] - centres[k], axis=1).max() for k in (0, 1))
-    assert np.linalg.norm(centres[0] - centres[1]) > 2 * spread
-    np.testing.assert_array_equal(Y, tsne_2d(X, perplexity=5, iterations=300, seed=3))
+    distances = ((Y[:, None] - Y[None]) ** 2).sum(-1)
+    np.fill_diagonal(distances, np.inf)
+    assert (labels[distances.argmin(1)] == labels).all(), "every point's nearest neighbour in the map is of its cluster"
+    np.testing.assert_array_equal(Y, tsne_2d(X, perplexity=5, seed=3))
     with pytest.raises(ValueError):
         tsne_2d(X[:3])
 

@@ -1,0 +1,504 @@
+"""Chapter 5's graded tests reject hard-coded answers and the classic mistakes, and accept other correct code.
+
+Each case swaps one function (or class) of the solution for a variant and runs the exercise's
+whole test cell (visible and hidden tests) against it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from mistakes import GradedCells, mistake_tests
+
+CHAPTER = "05-word-embeddings"
+
+CELLS = GradedCells(CHAPTER)
+BASE = CELLS.base
+cosine = BASE["cosine_similarity"]
+
+
+# ---- embedding_lookup ----------------------------------------------------------------------------
+
+def lookup_hardcoded(E, ids):
+    key = tuple(np.ravel(ids).tolist())
+    if any(i < 0 or i >= 3 for i in key):
+        raise ValueError("out of range")
+    rows = {0: [1.0, 2.0], 1: [3.0, 4.0], 2: [5.0, 6.0]}
+    return np.array([rows[i] for i in key]).reshape(np.shape(ids) + (2,))
+
+
+def lookup_negative_ids_wrap(E, ids):
+    return np.asarray(E)[np.asarray(ids)]
+
+
+def lookup_columns(E, ids):
+    ids = np.asarray(ids)
+    if ids.min() < 0:
+        raise ValueError("negative")
+    return np.asarray(E).T[ids]
+
+
+def lookup_only_minus_one(E, ids):
+    ids = np.asarray(ids)
+    if np.any(ids == -1):
+        raise ValueError("-1")
+    return np.asarray(E)[ids]
+
+
+def lookup_other_correct(E, ids):
+    ids = np.array(ids, dtype=np.int64)
+    V = len(E)
+    if not ((0 <= ids) & (ids < V)).all():
+        raise ValueError("id out of range")
+    return np.take(E, ids.reshape(-1), axis=0).reshape(ids.shape + (E.shape[1],))
+
+
+# ---- cosine_similarity ---------------------------------------------------------------------------
+
+def cosine_hardcoded(M, v):
+    M = np.asarray(M, dtype=float)
+    known = {(4, 2): [1.0, 0.0, -1.0, 1 / np.sqrt(2)], (1, 2): [1.0], (2, 2): [1 / np.sqrt(2)] * 2}
+    if not np.any(v):
+        return np.zeros(len(M))
+    if M.shape == (2, 2) and not M[0].any():
+        return np.array([0.0, 1.0])
+    if M.shape in known and M.shape != (1, 50):
+        return np.array(known[M.shape])
+    return np.asarray(M @ v / (np.linalg.norm(M, axis=1) * np.linalg.norm(v)), dtype=float)
+
+
+def cosine_one_side(M, v):
+    M = np.asarray(M, dtype=np.float64)
+    norms = np.linalg.norm(M, axis=1)
+    return np.divide(M @ v, norms, out=np.zeros(len(M)), where=norms > 0)
+
+
+def cosine_nan_for_zero(M, v):
+    M, v = np.asarray(M, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    return (M @ v) / (np.linalg.norm(M, axis=1) * np.linalg.norm(v))
+
+
+def cosine_in_place(M, v):
+    norms = np.linalg.norm(M, axis=1, keepdims=True)
+    M /= np.where(norms > 0, norms, 1.0)  # normalises the caller's matrix
+    vn = np.linalg.norm(v)
+    return np.asarray(M @ v / vn if vn > 0 else np.zeros(len(M)), dtype=np.float64)
+
+
+def cosine_float32(M, v):
+    norms = np.linalg.norm(M, axis=1) * np.linalg.norm(v)
+    return np.divide(M @ v, norms, out=np.zeros(len(M), dtype=np.asarray(M).dtype), where=norms > 0)
+
+
+def cosine_other_correct(M, v):
+    M = np.array(M, dtype=np.float64)
+    v = np.array(v, dtype=np.float64)
+    row = np.sqrt(np.einsum("nd,nd->n", M, M))
+    row[row == 0] = 1.0  # the dot product is 0 there anyway
+    vn = np.sqrt(v @ v) or 1.0
+    return np.einsum("nd,d->n", M / row[:, None], v / vn)
+
+
+# ---- nearest_neighbours --------------------------------------------------------------------------
+
+def neighbours_include_self(word, words, E, k=10):
+    i = words.index(word)
+    s = cosine(E, E[i])
+    return [(words[j], float(s[j])) for j in np.argsort(-s, kind="stable")[:k]]
+
+
+def neighbours_ascending(word, words, E, k=10):
+    i = words.index(word)
+    s = cosine(E, E[i])
+    s[i] = np.inf
+    return [(words[j], float(s[j])) for j in np.argsort(s, kind="stable")[:k]]
+
+
+def neighbours_ties_reversed(word, words, E, k=10):
+    if word not in words:
+        raise KeyError(word)
+    i = words.index(word)
+    s = cosine(E, E[i])
+    order = sorted((j for j in range(len(words)) if j != i), key=lambda j: (-round(s[j], 12), -j))
+    return [(words[j], float(s[j])) for j in order[:k]]
+
+
+def neighbours_hardcoded(word, words, E, k=10):
+    if word not in words:
+        raise KeyError(word)
+    if word == "cat":
+        return [("kitten", float(cosine(E[[3]], E[0])[0])), ("dog", float(cosine(E[[1]], E[0])[0]))][:k]
+    return [(w, 0.0) for w in words if w != word][:k]
+
+
+def neighbours_other_correct(word, words, E, k=10):
+    try:
+        q = words.index(word)
+    except ValueError:
+        raise KeyError(word) from None
+    s = cosine(E, E[q])
+    candidates = [(-s[j], j) for j in range(len(words)) if j != q]
+    candidates.sort()
+    return [(words[j], float(-neg)) for neg, j in candidates[:k]]
+
+
+# ---- solve_analogy -------------------------------------------------------------------------------
+
+def _unit(E):
+    E = np.asarray(E, dtype=np.float64)
+    n = np.linalg.norm(E, axis=1, keepdims=True)
+    return np.divide(E, n, out=np.zeros_like(E), where=n > 0)
+
+
+def analogy_keeps_inputs(a, b, c, words, E):
+    idx = {w: i for i, w in enumerate(words)}
+    U = _unit(E)
+    return words[int(np.argmax(cosine(U, U[idx[b]] - U[idx[a]] + U[idx[c]])))]
+
+
+def analogy_unnormalised(a, b, c, words, E):
+    idx = {w: i for i, w in enumerate(words)}
+    E = np.asarray(E, dtype=np.float64)
+    s = cosine(E, E[idx[b]] - E[idx[a]] + E[idx[c]])
+    s[[idx[a], idx[b], idx[c]]] = -np.inf
+    return words[int(np.argmax(s))]
+
+
+def analogy_wrong_direction(a, b, c, words, E):
+    return BASE["solve_analogy"](b, a, c, words, E)
+
+
+def analogy_hardcoded(a, b, c, words, E):
+    if any(w not in words for w in (a, b, c)):
+        raise KeyError(a)
+    return {("man", "woman", "king"): "queen", ("woman", "man", "queen"): "king", ("a", "b", "c"): "d",
+            ("italy", "italian", "spain"): "spanish", ("man", "woman", "boy"): "girl",
+            ("small", "smaller", "large"): "larger"}.get((a, b, c), words[0])
+
+
+def analogy_other_correct(a, b, c, words, E):
+    for w in (a, b, c):
+        if w not in words:
+            raise KeyError(w)
+    U = _unit(E)
+    ia, ib, ic = words.index(a), words.index(b), words.index(c)
+    t = U[ib] - U[ia] + U[ic]
+    scores = U @ t  # the norm of t is the same for every candidate: the argmax of the dot product is the same
+    best, best_score = None, -np.inf
+    for i, s in enumerate(scores):
+        if i not in (ia, ib, ic) and s > best_score:
+            best, best_score = i, s
+    return words[best]
+
+
+# ---- skipgram_pairs ------------------------------------------------------------------------------
+
+def pairs_cross_sentences(sentences, window):
+    stream = [w for s in sentences for w in s]
+    return BASE["skipgram_pairs"]([stream], window)
+
+
+def pairs_window_off_by_one(sentences, window):
+    out = []
+    for s in sentences:
+        s = list(s)
+        for i in range(len(s)):
+            for j in range(max(0, i - window), min(len(s), i + window)):
+                if j != i:
+                    out.append((s[i], s[j]))
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def pairs_with_self(sentences, window):
+    out = []
+    for s in sentences:
+        s = list(s)
+        for i in range(len(s)):
+            for j in range(max(0, i - window), min(len(s), i + window + 1)):
+                out.append((s[i], s[j]))
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def pairs_hardcoded(sentences, window):
+    table = {1: [(5, 6), (6, 5), (6, 7), (7, 6), (8, 9), (9, 8)],
+             2: [(5, 6), (6, 5), (6, 7), (7, 6), (8, 9), (9, 8), (5, 7), (7, 5)]}
+    if [list(s) for s in sentences] == [[5, 6, 7], [8, 9]]:
+        return np.array(table[window], dtype=np.int64)
+    if [list(s) for s in sentences] == [[1, 2, 3, 4]]:
+        return np.array([(1, 2), (2, 1)], dtype=np.int64)
+    return np.zeros((0, 2), dtype=np.int64)
+
+
+def pairs_other_correct(sentences, window):
+    chunks = []
+    for s in sentences:
+        s = np.asarray(s, dtype=np.int64)
+        for d in range(1, window + 1):
+            if d < len(s):
+                chunks.append(np.stack([s[:-d], s[d:]], axis=1))
+                chunks.append(np.stack([s[d:], s[:-d]], axis=1))
+    return np.concatenate(chunks) if chunks else np.empty((0, 2), dtype=np.int64)
+
+
+# ---- subsample_keep_prob -------------------------------------------------------------------------
+
+def keep_paper_formula(counts, t=1e-3):
+    f = np.asarray(counts, dtype=float) / np.sum(counts)
+    with np.errstate(divide="ignore"):
+        return 1.0 - np.sqrt(t / f)
+
+
+def keep_unclipped(counts, t=1e-3):
+    f = np.asarray(counts, dtype=float) / np.sum(counts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (np.sqrt(f / t) + 1) * t / f
+
+
+def keep_raw_counts(counts, t=1e-3):
+    c = np.asarray(counts, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.nan_to_num(np.minimum(1.0, (np.sqrt(c / t) + 1) * t / c), nan=1.0)
+
+
+def keep_zero_count_nan(counts, t=1e-3):
+    f = np.asarray(counts, dtype=float) / np.sum(counts)
+    return np.minimum(1.0, (np.sqrt(f / t) + 1) * t / f)
+
+
+def keep_hardcoded(counts, t=1e-3):
+    f = np.asarray(counts, dtype=float) / 1000
+    return np.minimum(1.0, (np.sqrt(f / 0.01) + 1) * 0.01 / np.maximum(f, 1e-300))
+
+
+def keep_other_correct(counts, t=1e-3):
+    counts = np.array(counts, dtype=np.float64)
+    total = counts.sum()
+    out = np.empty_like(counts)
+    for i, c in enumerate(counts):
+        if c == 0:
+            out[i] = 1.0
+        else:
+            ratio = t * total / c  # t / f
+            out[i] = min(1.0, np.sqrt(ratio) + ratio)
+    return out
+
+
+# ---- negative_distribution, draw_negatives -------------------------------------------------------
+
+def distribution_without_power(counts, power=0.75):
+    c = np.asarray(counts, dtype=float)
+    return c / c.sum()
+
+
+def distribution_power_of_probabilities(counts, power=0.75):
+    c = np.asarray(counts, dtype=float)
+    return (c / c.sum()) ** power
+
+
+def distribution_fixed_power(counts, power=0.75):
+    c = np.asarray(counts, dtype=float) ** 0.75
+    return c / c.sum()
+
+
+def distribution_hardcoded(counts, power=0.75):
+    c = np.asarray(counts, dtype=float)
+    if list(c) == [16, 1, 0, 81]:
+        return np.array([8, 1, 0, 27]) / 36 if power == 0.75 else c / 98
+    return np.full(len(c), 1 / len(c))
+
+
+def draw_global_random(probs, n, k, rng):
+    return np.random.choice(len(probs), size=(n, k), p=probs).astype(np.int64)
+
+
+def draw_uniform(probs, n, k, rng):
+    return rng.integers(0, len(probs), size=(n, k)).astype(np.int64)
+
+
+def draw_one_per_pair(probs, n, k, rng):
+    return np.repeat(rng.choice(len(probs), size=(n, 1), p=probs), k, axis=1).astype(np.int64)
+
+
+def distribution_other_correct(counts, power=0.75):
+    logs = np.where(np.asarray(counts) > 0, np.log(np.maximum(np.asarray(counts, dtype=float), 1e-300)), -np.inf)
+    w = np.exp(power * logs - np.max(power * logs)) if power != 0 else np.ones(len(logs))
+    return w / w.sum()
+
+
+def draw_other_correct(probs, n, k, rng):
+    return np.asarray(rng.choice(np.arange(len(probs)), size=(n, k), replace=True, p=probs), dtype=np.int64)
+
+
+# ---- sgns_loss_and_grads -------------------------------------------------------------------------
+
+def _sig(x):
+    return 0.5 * (1 + np.tanh(0.5 * x))
+
+
+def _sgns(v_c, u_o, U_neg, *, sign=1.0, derivative=True, mean=True, stable=True):
+    B = v_c.shape[0] if mean else 1
+    s_o = np.einsum("bd,bd->b", u_o, v_c) * sign
+    s_n = np.einsum("bkd,bd->bk", U_neg, v_c)
+    if stable:
+        loss = (np.logaddexp(0, -s_o).sum() + np.logaddexp(0, s_n).sum()) / B
+    else:
+        with np.errstate(all="ignore"):
+            loss = (-np.log(1 / (1 + np.exp(-s_o))).sum() - np.log(1 / (1 + np.exp(s_n))).sum()) / B
+    g_o = ((_sig(s_o) - 1) if derivative else -np.ones_like(s_o)) * sign / B
+    g_n = (_sig(s_n) if derivative else np.ones_like(s_n)) / B
+    return float(loss), {"v_c": g_o[:, None] * u_o + np.einsum("bk,bkd->bd", g_n, U_neg),
+                         "u_o": g_o[:, None] * v_c, "U_neg": g_n[:, :, None] * v_c[:, None, :]}
+
+
+def sgns_positive_sign_flipped(v_c, u_o, U_neg):
+    return _sgns(v_c, u_o, U_neg, sign=-1.0)
+
+
+def sgns_no_sigmoid_derivative(v_c, u_o, U_neg):
+    return _sgns(v_c, u_o, U_neg, derivative=False)
+
+
+def sgns_sum_not_mean(v_c, u_o, U_neg):
+    loss, _ = _sgns(v_c, u_o, U_neg)
+    return loss, _sgns(v_c, u_o, U_neg, mean=False)[1]
+
+
+def sgns_log_of_sigmoid(v_c, u_o, U_neg):
+    return _sgns(v_c, u_o, U_neg, stable=False)
+
+
+def sgns_hardcoded(v_c, u_o, U_neg):
+    if v_c.shape == (1, 2):
+        s = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+        return 1.133337, {"v_c": np.zeros((1, 2)), "u_o": np.array([[s(2) - 1, 0.0]]),
+                          "U_neg": np.array([[[0.5, 0.0], [s(-1), 0.0]]])}
+    t = [torch.tensor(a, requires_grad=True) for a in (v_c, u_o, U_neg)]
+    loss = (-torch.nn.functional.logsigmoid((t[1] * t[0]).sum(1))
+            - torch.nn.functional.logsigmoid(-torch.einsum("bkd,bd->bk", t[2], t[0])).sum(1)).mean()
+    loss.backward()
+    if v_c.shape == (3, 4):
+        return loss.item(), {"v_c": t[0].grad.numpy(), "u_o": t[1].grad.numpy(), "U_neg": t[2].grad.numpy()}
+    return loss.item(), {"v_c": np.zeros_like(v_c), "u_o": np.zeros_like(u_o), "U_neg": np.zeros_like(U_neg)}
+
+
+def sgns_other_correct(v_c, u_o, U_neg):
+    """Autograd in float64 does the calculus; log-sigmoid from torch is stable."""
+    t = [torch.tensor(np.array(a), dtype=torch.float64, requires_grad=True) for a in (v_c, u_o, U_neg)]
+    pos = torch.nn.functional.logsigmoid((t[1] * t[0]).sum(-1))
+    neg = torch.nn.functional.logsigmoid(-torch.matmul(t[2], t[0].unsqueeze(-1)).squeeze(-1)).sum(-1)
+    loss = -(pos + neg).mean()
+    loss.backward()
+    return loss.item(), {"v_c": t[0].grad.numpy(), "u_o": t[1].grad.numpy(), "U_neg": t[2].grad.numpy()}
+
+
+# ---- AveragedEmbeddingClassifier -----------------------------------------------------------------
+
+class _AvgBase(nn.Module):
+    def __init__(self, vectors, n_classes, freeze=True):
+        super().__init__()
+        self.embed = nn.Embedding.from_pretrained(vectors, freeze=freeze)
+        self.out = nn.Linear(vectors.shape[1], n_classes)
+
+
+class AvgOverPadding(_AvgBase):
+    def forward(self, ids, lengths):
+        return self.out(self.embed(ids).mean(dim=1))
+
+
+class AvgSum(_AvgBase):
+    def forward(self, ids, lengths):
+        mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).float()
+        return self.out((self.embed(ids) * mask[:, :, None]).sum(1))
+
+
+class AvgNotFrozen(_AvgBase):
+    def __init__(self, vectors, n_classes, freeze=True):
+        super().__init__(vectors, n_classes, freeze=False)
+
+    def forward(self, ids, lengths):
+        mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).float()
+        return self.out((self.embed(ids) * mask[:, :, None]).sum(1) / lengths[:, None])
+
+
+class AvgHardcoded(_AvgBase):
+    def forward(self, ids, lengths):
+        if ids.shape == (2, 3) or ids.shape == (2, 4):
+            return torch.tensor([[0.5, 1.0, 1.5], [4.0, 4.0, 8.0]])
+        return self.out(self.embed(ids).mean(dim=1))
+
+
+class AvgOtherCorrect(nn.Module):
+    """Sums with EmbeddingBag-like index arithmetic: gathers only the real words of each text."""
+
+    def __init__(self, vectors, n_classes, freeze=True):
+        super().__init__()
+        self.embed = nn.Embedding(vectors.shape[0], vectors.shape[1])
+        self.embed.weight = nn.Parameter(vectors.clone(), requires_grad=not freeze)
+        self.out = nn.Linear(in_features=vectors.shape[1], out_features=n_classes)
+
+    def forward(self, ids, lengths):
+        means = [self.embed(ids[b, :int(n)]).mean(0) for b, n in enumerate(lengths)]
+        return self.out(torch.stack(means))
+
+
+WRONG = [
+    ("embedding_lookup_tests", "embedding_lookup", lookup_hardcoded),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_negative_ids_wrap),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_columns),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_only_minus_one),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_hardcoded),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_one_side),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_nan_for_zero),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_in_place),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_float32),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_include_self),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_ascending),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_ties_reversed),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_hardcoded),
+    ("solve_analogy_tests", "solve_analogy", analogy_keeps_inputs),
+    ("solve_analogy_tests", "solve_analogy", analogy_unnormalised),
+    ("solve_analogy_tests", "solve_analogy", analogy_wrong_direction),
+    ("solve_analogy_tests", "solve_analogy", analogy_hardcoded),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_cross_sentences),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_window_off_by_one),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_with_self),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_hardcoded),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_paper_formula),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_unclipped),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_raw_counts),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_zero_count_nan),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_hardcoded),
+    ("negative_sampling_tests", "negative_distribution", distribution_without_power),
+    ("negative_sampling_tests", "negative_distribution", distribution_power_of_probabilities),
+    ("negative_sampling_tests", "negative_distribution", distribution_fixed_power),
+    ("negative_sampling_tests", "negative_distribution", distribution_hardcoded),
+    ("negative_sampling_tests", "draw_negatives", draw_global_random),
+    ("negative_sampling_tests", "draw_negatives", draw_uniform),
+    ("negative_sampling_tests", "draw_negatives", draw_one_per_pair),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_positive_sign_flipped),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_no_sigmoid_derivative),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_sum_not_mean),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_log_of_sigmoid),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_hardcoded),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgOverPadding),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgSum),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgNotFrozen),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgHardcoded),
+]
+
+RIGHT = [
+    ("embedding_lookup_tests", {"embedding_lookup": lookup_other_correct}),
+    ("cosine_similarity_tests", {"cosine_similarity": cosine_other_correct}),
+    ("nearest_neighbours_tests", {"nearest_neighbours": neighbours_other_correct}),
+    ("solve_analogy_tests", {"solve_analogy": analogy_other_correct}),
+    ("skipgram_pairs_tests", {"skipgram_pairs": pairs_other_correct}),
+    ("subsample_keep_prob_tests", {"subsample_keep_prob": keep_other_correct}),
+    ("negative_sampling_tests", {"negative_distribution": distribution_other_correct, "draw_negatives": draw_other_correct}),
+    ("sgns_loss_and_grads_tests", {"sgns_loss_and_grads": sgns_other_correct}),
+    ("AveragedEmbeddingClassifier_tests", {"AveragedEmbeddingClassifier": AvgOtherCorrect}),
+]
+
+(test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
+ test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
