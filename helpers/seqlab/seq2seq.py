@@ -197,7 +197,7 @@ def train(model: nn.Module, data: Sequence[tuple[list[int], list[int]]], epochs:
     """Train ``model(src, src_lengths, tgt_in) -> logits`` with teacher forcing, Adam and clipping.
 
     The learning rate follows a one-cycle schedule (warm-up over 10% of the steps, then down) when
-    ``schedule`` is true. Runs on the device the model's parameters are on (with ``threads`` CPU threads). Returns ``seqlab.train.fit``'s
+    ``schedule`` is true and there are at least 20 steps. Runs on the device the model's parameters are on (with ``threads`` CPU threads). Returns ``seqlab.train.fit``'s
     history plus ``seconds_per_epoch``.
     """
     from seqlab.train import fit
@@ -208,7 +208,7 @@ def train(model: nn.Module, data: Sequence[tuple[list[int], list[int]]], epochs:
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * math.ceil(len(data) / batch_size)
     scheduler = (torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
-                 if schedule else None)
+                 if schedule and steps >= 20 else None)  # too few steps for a warm-up: a constant rate
 
     def step(batch: Batch) -> float:
         batch = batch.to(where)
@@ -224,7 +224,7 @@ def train(model: nn.Module, data: Sequence[tuple[list[int], list[int]]], epochs:
 
     with cpu_threads(threads if where.type == "cpu" else None):
         history = fit(step, lambda: batches(data, batch_size, shuffle, make), epochs, time_limit=time_limit,
-                      plot=plot, progress=progress, title=title)
+                      plot=plot, progress=progress, title=title, threads=None)  # threads: set just above
     history["seconds_per_epoch"] = history["seconds"] / max(len(history["epoch_loss"]), 1)
     return history
 
