@@ -30,6 +30,7 @@ WIDGETS = [
     WidgetCase("01-ngram-language-models/01-ngram-language-models.ipynb", sliders=("top k",)),
     WidgetCase("02-hidden-markov-models/02-hidden-markov-models.ipynb", sliders=("step t",)),
     WidgetCase("03-recurrent-neural-networks/03-recurrent-neural-networks.ipynb", sliders=("length T",)),
+    WidgetCase("04-vanishing-gradients-gru-lstm/04-vanishing-gradients-gru-lstm.ipynb", sliders=("forget bias",)),
     WidgetCase("05-word-embeddings/05-word-embeddings.ipynb", sliders=("neighbours",)),
     WidgetCase("06-seq2seq-beam-search-bleu/06-seq2seq-beam-search-bleu.ipynb", sliders=("beam width",)),
 ]

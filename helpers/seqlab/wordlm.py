@@ -17,7 +17,7 @@ fair lives here, in one place:
 The committed checkpoint ``seqlab/checkpoints/ch04_brown_lstm.pt`` (weights in float16, under 8 MB)
 and its record ``ch04_brown_lstm.json`` (command, seconds, seed, perplexities) come from::
 
-    python -m seqlab.wordlm --epochs 5 --seed 0 --threads 1
+    python -m seqlab.wordlm --epochs 2 --seed 0 --threads 1
 
 (the record's ``command`` names the epochs actually run; each epoch rewrites the checkpoint, when the
 dev perplexity improved, and the record).

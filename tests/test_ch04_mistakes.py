@@ -1,0 +1,424 @@
+"""Chapter 4's graded tests reject hard-coded answers and the classic mistakes, and accept other correct code.
+
+Each case swaps one function of the solution for a variant and runs the exercise's whole test cell
+(visible and hidden tests) against it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from mistakes import GradedCells, mistake_tests
+
+CHAPTER = "04-vanishing-gradients-gru-lstm"
+
+CELLS = GradedCells(CHAPTER)
+BASE = CELLS.base
+lstm_cell, gru_cell, run_padded = BASE["lstm_cell"], BASE["gru_cell"], BASE["run_padded"]
+
+
+# ---- linear_gradient_norms / spectral_radius ---------------------------------------------------
+
+def _norms(W, g, steps, *, transpose=True, skip_first=False):
+    M = W.double().T if transpose else W.double()
+    v, out = g.double().clone(), []
+    for k in range(steps + 1 + skip_first):
+        out.append(v.norm())
+        v = M @ v
+    return torch.stack(out[skip_first:])
+
+
+def norms_without_transpose(W, g, steps):
+    return _norms(W, g, steps, transpose=False)
+
+
+def norms_start_one_step_back(W, g, steps):
+    return _norms(W, g, steps, skip_first=True)
+
+
+def norms_hardcoded(W, g, steps):
+    if steps == 3:
+        return torch.tensor([(4 ** k + 0.25 ** k) ** 0.5 for k in range(4)], dtype=torch.float64)
+    return torch.tensor([1.0, 1.0, 0.0], dtype=torch.float64)
+
+
+def norms_other_correct(W, g, steps):
+    powers = [torch.eye(W.shape[0], dtype=torch.float64)]
+    for _ in range(steps):
+        powers.append(powers[-1] @ W.double())  # W^k, then (W^k)^T g = (W^T)^k g
+    return torch.tensor([float(torch.linalg.norm(P.T @ g.double())) for P in powers], dtype=torch.float64)
+
+
+def radius_largest_real_part(W):
+    return float(torch.linalg.eigvals(W.double()).real.max())
+
+
+def radius_matrix_norm(W):
+    return float(torch.linalg.matrix_norm(W.double(), ord=2))
+
+
+def radius_other_correct(W):
+    import numpy as np
+    return float(max(abs(np.linalg.eigvals(W.detach().double().numpy()))))
+
+
+# ---- gru_cell ----------------------------------------------------------------------------------
+
+def _gru(x, h, w_ih, w_hh, b_ih, b_hh, *, order=(0, 1, 2), reset="after", swap_z=False, candidate=torch.tanh):
+    xs, hs = (x @ w_ih.T + b_ih).chunk(3, 1), (h @ w_hh.T + b_hh).chunk(3, 1)
+    ir, iz, i_n = (xs[k] for k in order)
+    hr, hz, h_n = (hs[k] for k in order)
+    r, z = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
+    H = h.shape[1]
+    if reset == "after":
+        n = candidate(i_n + r * h_n)
+    elif reset == "before":  # Cho et al.: W_hn (r * h) + b_hn
+        n = candidate(i_n + (r * h) @ w_hh[2 * H:].T + b_hh[2 * H:])
+    else:  # r * (W_hn h) + b_hn: the bias left outside the reset gate
+        n = candidate(i_n + r * (h @ w_hh[2 * H:].T) + b_hh[2 * H:])
+    return z * n + (1 - z) * h if swap_z else (1 - z) * n + z * h
+
+
+def gru_reset_before_matrix(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _gru(x, h, weight_ih, weight_hh, bias_ih, bias_hh, reset="before")
+
+
+def gru_bias_outside_reset(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _gru(x, h, weight_ih, weight_hh, bias_ih, bias_hh, reset="bias outside")
+
+
+def gru_z_swapped(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _gru(x, h, weight_ih, weight_hh, bias_ih, bias_hh, swap_z=True)
+
+
+def gru_chunked_z_r_n(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _gru(x, h, weight_ih, weight_hh, bias_ih, bias_hh, order=(1, 0, 2))
+
+
+def gru_sigmoid_candidate(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _gru(x, h, weight_ih, weight_hh, bias_ih, bias_hh, candidate=torch.sigmoid)
+
+
+def gru_other_correct(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    H = h.shape[1]
+    blocks = lambda W, k: W[k * H:(k + 1) * H]  # noqa: E731
+    r = torch.sigmoid(torch.addmm(blocks(bias_ih, 0), x, blocks(weight_ih, 0).T) + torch.addmm(blocks(bias_hh, 0), h, blocks(weight_hh, 0).T))
+    z = torch.sigmoid(torch.addmm(blocks(bias_ih, 1), x, blocks(weight_ih, 1).T) + torch.addmm(blocks(bias_hh, 1), h, blocks(weight_hh, 1).T))
+    n = torch.tanh(torch.addmm(blocks(bias_ih, 2), x, blocks(weight_ih, 2).T) + r * torch.addmm(blocks(bias_hh, 2), h, blocks(weight_hh, 2).T))
+    return n + z * (h - n)
+
+
+# ---- lstm_cell ---------------------------------------------------------------------------------
+
+def _lstm(x, h, c, w_ih, w_hh, b_ih, b_hh, *, order=(0, 1, 2, 3), g_act=torch.tanh, carry=True, squash=True):
+    parts = (x @ w_ih.T + b_ih + h @ w_hh.T + b_hh).chunk(4, 1)
+    i, f, g, o = (parts[k] for k in order)
+    c_new = torch.sigmoid(f) * c * carry + torch.sigmoid(i) * g_act(g)
+    return torch.sigmoid(o) * (torch.tanh(c_new) if squash else c_new), c_new
+
+
+def lstm_chunked_i_f_o_g(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _lstm(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, order=(0, 1, 3, 2))
+
+
+def lstm_chunked_f_i_g_o(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _lstm(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, order=(1, 0, 2, 3))
+
+
+def lstm_sigmoid_candidate(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _lstm(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, g_act=torch.sigmoid)
+
+
+def lstm_cell_state_not_carried(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _lstm(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, carry=False)
+
+
+def lstm_no_tanh_on_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _lstm(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, squash=False)
+
+
+def lstm_other_correct(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    pre = torch.cat([x, h], dim=1) @ torch.cat([weight_ih, weight_hh], dim=1).T + (bias_ih + bias_hh)
+    H = h.shape[1]
+    act = torch.cat([torch.sigmoid(pre[:, :2 * H]), torch.tanh(pre[:, 2 * H:3 * H]), torch.sigmoid(pre[:, 3 * H:])], dim=1)
+    i, f, g, o = act.split(H, dim=1)
+    c_new = torch.addcmul(f * c, i, g)
+    return o * c_new.tanh(), c_new
+
+
+# ---- cell_path_gradients -----------------------------------------------------------------------
+
+def path_includes_own_gate(forget):
+    T = forget.shape[0]
+    return torch.stack([torch.prod(forget[max(t - 1, 0):], 0) if t < T else torch.ones_like(forget[0]) for t in range(T + 1)])
+
+
+def path_products_of_earlier_gates(forget):
+    return torch.cat([torch.ones_like(forget[:1]), torch.cumprod(forget, 0)])
+
+
+def path_sum_of_gates(forget):
+    return torch.stack([forget[t:].sum(0) if t < forget.shape[0] else torch.ones_like(forget[0]) for t in range(forget.shape[0] + 1)])
+
+
+def path_hardcoded(forget):
+    return torch.tensor([0.45, 0.9, 1.0, 1.0], dtype=torch.float64).reshape(4, 1, 1)
+
+
+def path_other_correct(forget):
+    flipped = torch.cumprod(torch.flip(forget, [0]), 0)  # f_T, f_T f_(T-1), ...
+    return torch.cat([torch.flip(flipped, [0]), torch.ones_like(forget[:1])])
+
+
+# ---- forget_bias_init --------------------------------------------------------------------------
+
+def bias_only_in_ih(bias_ih, bias_hh, value):
+    H = bias_ih.shape[0] // 4
+    new = bias_ih.clone()
+    new[H:2 * H] = value
+    return new, bias_hh.clone()
+
+
+def bias_value_in_both(bias_ih, bias_hh, value):
+    H = bias_ih.shape[0] // 4
+    a, b = bias_ih.clone(), bias_hh.clone()
+    a[H:2 * H] = b[H:2 * H] = value
+    return a, b
+
+
+def bias_in_the_input_gate(bias_ih, bias_hh, value):
+    H = bias_ih.shape[0] // 4
+    a, b = bias_ih.clone(), bias_hh.clone()
+    a[:H], b[:H] = value, 0.0
+    return a, b
+
+
+def bias_changed_in_place(bias_ih, bias_hh, value):
+    H = bias_ih.shape[0] // 4
+    with torch.no_grad():
+        bias_ih[H:2 * H] = value
+        bias_hh[H:2 * H] = 0.0
+    return bias_ih, bias_hh
+
+
+def bias_hardcoded(bias_ih, bias_hh, value):
+    return (torch.tensor([0.0, 1.0, 1.0, 1.0, 4.0, 5.0, 6.0, 7.0]),
+            torch.tensor([0.0, -0.1, 0.0, 0.0, -0.4, -0.5, -0.6, -0.7]))
+
+
+def bias_other_correct(bias_ih, bias_hh, value):
+    H = bias_ih.numel() // 4
+    forget = torch.zeros_like(bias_ih, dtype=torch.bool)
+    forget[H:2 * H] = True
+    return (torch.where(forget, torch.full_like(bias_ih, value), bias_ih.detach()),
+            torch.where(forget, torch.zeros_like(bias_hh), bias_hh.detach()))
+
+
+# ---- run_padded --------------------------------------------------------------------------------
+
+def _run(x, lengths, weights, cell="lstm", state=None, *, freeze_h=True, freeze_c=True, zero_out=True, use_state=True):
+    B, T, _ = x.shape
+    H = weights["weight_hh"].shape[1]
+    p = (weights["weight_ih"], weights["weight_hh"], weights["bias_ih"], weights["bias_hh"])
+    z = x.new_zeros(B, H)
+    if cell == "lstm":
+        h, c = (z, z) if state is None or not use_state else state
+    else:
+        h, c = (z if state is None or not use_state else state), None
+    outs = []
+    for t in range(T):
+        m = (t < torch.as_tensor(lengths))[:, None]
+        if cell == "lstm":
+            hn, cn = lstm_cell(x[:, t], h, c, *p)
+            c = torch.where(m, cn, c) if freeze_c else cn
+        else:
+            hn = gru_cell(x[:, t], h, *p)
+        h = torch.where(m, hn, h) if freeze_h else hn
+        outs.append(torch.where(m, h, 0 * h) if zero_out else h)
+    return torch.stack(outs, 1), ((h, c) if cell == "lstm" else h)
+
+
+def padded_steps_update_the_state(*args, **kw):
+    return _run(*args, **kw, freeze_h=False, freeze_c=False)
+
+
+def padded_cell_state_not_frozen(*args, **kw):
+    return _run(*args, **kw, freeze_c=False)
+
+
+def padded_outputs_not_zeroed(*args, **kw):
+    return _run(*args, **kw, zero_out=False)
+
+
+def padded_ignores_initial_state(*args, **kw):
+    return _run(*args, **kw, use_state=False)
+
+
+def padded_other_correct(x, lengths, weights, cell="lstm", state=None):
+    # one sequence at a time, each only as long as it is: no masks at all
+    B, T, _ = x.shape
+    H = weights["weight_hh"].shape[1]
+    p = (weights["weight_ih"], weights["weight_hh"], weights["bias_ih"], weights["bias_hh"])
+    outputs, hs, cs = x.new_zeros(B, T, H), [], []
+    for b in range(B):
+        if cell == "lstm":
+            h, c = (x.new_zeros(1, H), x.new_zeros(1, H)) if state is None else (state[0][b:b + 1], state[1][b:b + 1])
+        else:
+            h, c = (x.new_zeros(1, H) if state is None else state[b:b + 1]), None
+        for t in range(int(lengths[b])):
+            if cell == "lstm":
+                h, c = lstm_cell(x[b:b + 1, t], h, c, *p)
+            else:
+                h = gru_cell(x[b:b + 1, t], h, *p)
+            outputs[b, t] = h[0]
+        hs.append(h[0])
+        cs.append(None if c is None else c[0])
+    return outputs, ((torch.stack(hs), torch.stack(cs)) if cell == "lstm" else torch.stack(hs))
+
+
+# ---- stacked_lstm ------------------------------------------------------------------------------
+
+def _stack(x, layers, lengths=None, *, feed_x=False, keep="all", top_first=False):
+    B, T, _ = x.shape
+    lengths = torch.full((B,), T) if lengths is None else torch.as_tensor(lengths)
+    inputs, hs, cs = x, [], []
+    for w in layers:
+        out, (h, c) = run_padded(x if feed_x else inputs, lengths, w, "lstm")
+        inputs = out
+        hs.append(h)
+        cs.append(c)
+    if keep == "last":
+        hs, cs = hs[-1:] * len(layers), cs[-1:] * len(layers)
+    if top_first:
+        hs, cs = hs[::-1], cs[::-1]
+    return inputs, (torch.stack(hs), torch.stack(cs))
+
+
+def stack_every_layer_reads_x(x, layers, lengths=None):
+    return _stack(x, layers, lengths, feed_x=True)
+
+
+def stack_only_top_state(x, layers, lengths=None):
+    return _stack(x, layers, lengths, keep="last")
+
+
+def stack_states_top_first(x, layers, lengths=None):
+    return _stack(x, layers, lengths, top_first=True)
+
+
+def stack_other_correct(x, layers, lengths=None):
+    if lengths is None:
+        lengths = [x.shape[1]] * x.shape[0]
+    finals = []
+    for w in layers:
+        x, final = padded_other_correct(x, torch.as_tensor(lengths), w, "lstm")
+        finals.append(final)
+    return x, tuple(torch.stack([f[k] for f in finals]) for k in (0, 1))
+
+
+# ---- bidirectional_lstm ------------------------------------------------------------------------
+
+def _flip_within(seq, lengths):
+    out = seq.clone()
+    for b, n in enumerate(torch.as_tensor(lengths).tolist()):
+        out[b, :n] = torch.flip(seq[b, :n], [0])
+    return out
+
+
+def _bi(x, lengths, fwd, bwd, *, order="fb", flip_back=True, whole=False, last_state=False):
+    of, (hf, cf) = run_padded(x, lengths, fwd, "lstm")
+    flip = (lambda s: torch.flip(s, [1])) if whole else (lambda s: _flip_within(s, lengths))
+    ob, (hb, cb) = run_padded(flip(x), lengths, bwd, "lstm")
+    if flip_back:
+        ob = flip(ob)
+    if whole:
+        ob = ob * (torch.arange(x.shape[1])[None, :, None] < torch.as_tensor(lengths)[:, None, None])
+    if last_state:
+        idx = torch.as_tensor(lengths) - 1
+        hb = ob[torch.arange(x.shape[0]), idx]
+    out = torch.cat([of, ob] if order == "fb" else [ob, of], dim=2)
+    return out, (torch.stack([hf, hb]), torch.stack([cf, cb]))
+
+
+def bi_backward_first(*args):
+    return _bi(*args, order="bf")
+
+
+def bi_backward_not_reversed_back(*args):
+    return _bi(*args, flip_back=False)
+
+
+def bi_reversed_over_padding(*args):
+    return _bi(*args, whole=True)
+
+
+def bi_backward_state_at_the_end(*args):
+    return _bi(*args, last_state=True)
+
+
+def bi_other_correct(x, lengths, forward, backward):
+    B, T, _ = x.shape
+    H = forward["weight_hh"].shape[1]
+    out_f, (h_f, c_f) = padded_other_correct(x, lengths, forward, "lstm")
+    out_b, hs, cs = x.new_zeros(B, T, H), [], []
+    for b in range(B):
+        n = int(lengths[b])
+        o, (h, c) = padded_other_correct(torch.flip(x[b:b + 1, :n], [1]), torch.tensor([n]), backward, "lstm")
+        out_b[b, :n] = torch.flip(o[0], [0])
+        hs.append(h[0])
+        cs.append(c[0])
+    return torch.cat([out_f, out_b], 2), (torch.stack([h_f, torch.stack(hs)]), torch.stack([c_f, torch.stack(cs)]))
+
+
+WRONG = [
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_without_transpose),
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_start_one_step_back),
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_hardcoded),
+    ("linear_gradient_norms_tests", "spectral_radius", radius_largest_real_part),
+    ("linear_gradient_norms_tests", "spectral_radius", radius_matrix_norm),
+    ("gru_cell_tests", "gru_cell", gru_reset_before_matrix),
+    ("gru_cell_tests", "gru_cell", gru_bias_outside_reset),
+    ("gru_cell_tests", "gru_cell", gru_z_swapped),
+    ("gru_cell_tests", "gru_cell", gru_chunked_z_r_n),
+    ("gru_cell_tests", "gru_cell", gru_sigmoid_candidate),
+    ("lstm_cell_tests", "lstm_cell", lstm_chunked_i_f_o_g),
+    ("lstm_cell_tests", "lstm_cell", lstm_chunked_f_i_g_o),
+    ("lstm_cell_tests", "lstm_cell", lstm_sigmoid_candidate),
+    ("lstm_cell_tests", "lstm_cell", lstm_cell_state_not_carried),
+    ("lstm_cell_tests", "lstm_cell", lstm_no_tanh_on_cell),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_includes_own_gate),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_products_of_earlier_gates),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_sum_of_gates),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_hardcoded),
+    ("forget_bias_init_tests", "forget_bias_init", bias_only_in_ih),
+    ("forget_bias_init_tests", "forget_bias_init", bias_value_in_both),
+    ("forget_bias_init_tests", "forget_bias_init", bias_in_the_input_gate),
+    ("forget_bias_init_tests", "forget_bias_init", bias_changed_in_place),
+    ("forget_bias_init_tests", "forget_bias_init", bias_hardcoded),
+    ("run_padded_tests", "run_padded", padded_steps_update_the_state),
+    ("run_padded_tests", "run_padded", padded_cell_state_not_frozen),
+    ("run_padded_tests", "run_padded", padded_outputs_not_zeroed),
+    ("run_padded_tests", "run_padded", padded_ignores_initial_state),
+    ("stacked_lstm_tests", "stacked_lstm", stack_every_layer_reads_x),
+    ("stacked_lstm_tests", "stacked_lstm", stack_only_top_state),
+    ("stacked_lstm_tests", "stacked_lstm", stack_states_top_first),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_backward_first),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_backward_not_reversed_back),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_reversed_over_padding),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_backward_state_at_the_end),
+]
+
+RIGHT = [
+    ("linear_gradient_norms_tests", {"linear_gradient_norms": norms_other_correct, "spectral_radius": radius_other_correct}),
+    ("gru_cell_tests", {"gru_cell": gru_other_correct}),
+    ("lstm_cell_tests", {"lstm_cell": lstm_other_correct}),
+    ("cell_path_gradients_tests", {"cell_path_gradients": path_other_correct}),
+    ("forget_bias_init_tests", {"forget_bias_init": bias_other_correct}),
+    ("run_padded_tests", {"run_padded": padded_other_correct}),
+    ("stacked_lstm_tests", {"stacked_lstm": stack_other_correct}),
+    ("bidirectional_lstm_tests", {"bidirectional_lstm": bi_other_correct}),
+]
+
+
+(test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
+ test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
