@@ -41,6 +41,7 @@ class Plan:
     answer_names: list[str]  # names the source's answer cells define: proxies in the trusted runner
     classes: list[str]  # classes the `definitions` cells define: they travel by their fields
     hidden_from: dict[int, int]  # test cell -> first line (1-based) of its hidden tests
+    classes_in: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # definitions source -> its classes
 
 
 @dataclasses.dataclass
@@ -50,7 +51,6 @@ class Execution:
     problems: list[str] = dataclasses.field(default_factory=list)  # plain-words reasons (runner died, ...)
     not_run: list[int] = dataclasses.field(default_factory=list)  # cell indexes never executed
     timed_out: list[int] = dataclasses.field(default_factory=list)
-    tampering: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # kept for reports; the design needs none
     output_dropped_bytes: int = 0
     kernel_ready_s: float = 0.0
     seconds: float = 0.0
@@ -188,6 +188,7 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
                 side.kill()
             raise Stop(index, side, timed, str(error)) from None
 
+    hits_before = sandbox.cgroup.counters() if sandbox.cgroup is not None else {}
     try:
         try:
             student, trusted = start_runners(sandbox, plan)
@@ -207,6 +208,12 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
                 break
             timeout = min(limits.cell_timeout, max(1.0, deadline - time.monotonic()))
             if index in plan.tests:
+                for code in plan.course.get(index, []):
+                    names = plan.classes_in.get(code)
+                    if names:  # the course's classes travel by value: the student's kernel must know them too
+                        guard = (f"if not all(isinstance(globals().get(_n), type) for _n in {names!r}):\n"
+                                 f"    exec(compile({code!r}, '<course definitions>', 'exec'), globals())")
+                        ask(student, index, {"op": "run", "code": guard, "timeout": timeout}, timeout)
                 for code in plan.course.get(index, []):  # the course's own code, from the source
                     course = ask(trusted, index, {"op": "run", "code": code, "timeout": timeout}, timeout)
                     if course.get("status") != "ok":
@@ -261,5 +268,12 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
             if side is not None:
                 side.zygote.wait_exit(10)
                 side.channel.sock.close()
+    if sandbox.cgroup is not None:
+        hits = sandbox.cgroup.counters()
+        if hits.get("memory", 0) > hits_before.get("memory", 0):
+            execution.problems.append(f"the submission reached its memory limit ({limits.memory_bytes / 2**30:.1f} GiB "
+                                      "for all its processes together, on top of the preloaded libraries)")
+        if hits.get("pids", 0) > hits_before.get("pids", 0):
+            execution.problems.append(f"the submission reached its limit of {limits.pids} processes and threads")
     execution.seconds = time.perf_counter() - start
     return execution

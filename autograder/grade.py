@@ -95,6 +95,13 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
         target = name if name.endswith(".ipynb") else notebook_names(chapter)[0]
         (folder / f"{target}.refused").write_text(reason)
 
+    def owner_of(stem: str) -> tuple[str, str]:
+        """<student>_<notebook>.ipynb or <student>.ipynb: the student and the notebook's name."""
+        match = next((n for n in owners if stem.endswith("_" + n[:-6]) or stem.endswith("-" + n[:-6])), None)
+        if match:
+            return clean_id(stem[: -len(match[:-6]) - 1]), match
+        return clean_id(stem), notebook_names(wanted[0])[0] if len(wanted) == 1 else stem + ".ipynb"
+
     def read_into(student: str, path: Path, name: str, chapter: str | None = None) -> None:
         try:
             place(student, name, read_file(path), chapter)
@@ -104,8 +111,11 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
     for entry in entries(source):
         path = Path(entry.path)
         if entry.is_symlink():
-            student = clean_id(Path(entry.name).stem.split("_")[0] if entry.name.endswith((".ipynb", ".zip")) else entry.name)
-            refuse(student, entry.name, f"{entry.name} is a symbolic link; it was not followed")
+            if entry.name.endswith(".ipynb"):
+                student, name = owner_of(path.stem)
+            else:
+                student, name = clean_id(path.stem if entry.name.endswith(".zip") else entry.name), entry.name
+            refuse(student, name, f"{entry.name} is a symbolic link; it was not followed")
             continue
         if entry.is_dir(follow_symlinks=False):
             student = clean_id(entry.name)
@@ -158,12 +168,8 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
             for chapter in wanted:
                 (submitted / student / chapter).mkdir(parents=True, exist_ok=True)
         elif entry.name.endswith(".ipynb"):
-            stem = path.stem
-            match = next((n for n in owners if stem.endswith("_" + n[:-6]) or stem.endswith("-" + n[:-6])), None)
-            if match:
-                read_into(clean_id(stem[: -len(match[:-6]) - 1]), path, match)
-            else:
-                read_into(clean_id(stem), path, notebook_names(wanted[0])[0] if len(wanted) == 1 else entry.name)
+            student, name = owner_of(path.stem)
+            read_into(student, path, name)
         elif not entry.is_file(follow_symlinks=False):
             notes.append(f"{entry.name}: {describe(entry.stat(follow_symlinks=False).st_mode)}; ignored")
     return notes
@@ -224,6 +230,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print("grade: WARNING: grading WITHOUT a sandbox (--allow-unsandboxed)", file=sys.stderr)
 
+    from cgroups import Cgroup
+
+    probe, why = Cgroup.create(f"seqlab-probe-{os.getpid()}")
+    if probe is None:
+        print(f"grade: NOTE: {why}; memory, CPU time and file size are limited per process only, and the number of "
+              "processes not at all. Under Docker give the container --memory, --pids-limit, --cpus and "
+              "--tmpfs /tmp:size=256m (autograder/README.md).", file=sys.stderr)
+    else:
+        probe.remove()
     workspace = args.workspace.expanduser().resolve()
     if not (workspace / "nbgrader_config.py").exists():
         make_workspace(workspace, args.db_url)

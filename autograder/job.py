@@ -50,7 +50,7 @@ from sandbox import Limits, Sandbox  # noqa: E402
 
 REPO = HERE.parent
 CODE_FILES = ["job.py", "executor.py", "sandbox.py", "inkernel/runner.py", "inkernel/wire.py",
-              "inkernel/zygote.py", "course_preprocessors.py", "feedback.py"]
+              "inkernel/zygote.py", "course_preprocessors.py", "feedback.py", "safe_input.py", "cgroups.py"]
 RESULT_VERSION = 2
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 
@@ -114,14 +114,17 @@ def top_level_names(tree: ast.Module | None, classes_only: bool = False) -> list
 def plan_for(source: Path, nb: NotebookNode) -> Plan:
     """What the trusted runner needs from the source: its definitions, the answer names, the hidden lines."""
     src = nbformat.read(source, as_version=4)
-    answers, classes, pending, by_test = [], [], [], {}
+    answers, classes, pending, by_test, classes_in = [], [], [], {}, {}
     for cell in src.cells:
         if cell.cell_type != "code":
             continue
         meta = cell.metadata.get("nbgrader", {})
         if "definitions" in cell.metadata.get("tags", []) and not meta.get("grade"):
             pending.append(cell.source)
-            classes += top_level_names(python_of(cell.source), classes_only=True)
+            defined = top_level_names(python_of(cell.source), classes_only=True)
+            classes += defined
+            if defined:
+                classes_in[cell.source] = defined
         elif meta.get("solution"):
             answers += top_level_names(python_of(cell.source))
         elif meta.get("grade"):
@@ -138,7 +141,7 @@ def plan_for(source: Path, nb: NotebookNode) -> Plan:
             if begin is not None:
                 hidden_from[index] = begin
     return Plan(tests=tests, course=course, answer_names=sorted(set(answers)), classes=sorted(set(classes)),
-                hidden_from=hidden_from)
+                hidden_from=hidden_from, classes_in=classes_in)
 
 
 def read_student(path: Path) -> tuple[NotebookNode | None, str | None]:

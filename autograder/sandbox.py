@@ -47,6 +47,11 @@ class Limits:
     memory_bytes: int = 4 * 2**30  # address space the runner may add to the preloaded libraries' (RLIMIT_AS)
     file_bytes: int = 256 * 2**20  # largest file the runner may write (RLIMIT_FSIZE)
     output_bytes: int = 2 * 2**20  # outputs kept per notebook; the rest is dropped and reported
+    pids: int = 256  # processes and threads in a whole sandbox (cgroup)
+    cpus: float = 1.0  # CPU quota of a whole sandbox, in cores (cgroup)
+    scratch_bytes: int = 256 * 2**20  # the submission's working folder (a tmpfs)
+    tmp_bytes: int = 256 * 2**20  # /tmp (a tmpfs)
+    shm_bytes: int = 64 * 2**20  # /dev/shm (a tmpfs)
 
     def for_kernel(self) -> dict:
         return {"memory_bytes": self.memory_bytes, "cpu_seconds": self.cpu_seconds, "file_bytes": self.file_bytes}
@@ -71,6 +76,9 @@ def seqlab_root() -> Path:
     return Path(seqlab.__file__).resolve().parent.parent
 
 
+SCRATCH = "/home/student"  # inside the sandbox: a size-limited tmpfs, the submission's working folder
+
+
 def runner_environment(cwd: str) -> dict[str, str]:
     return {
         "NBGRADER_EXECUTION": "autograde",
@@ -85,7 +93,8 @@ def runner_environment(cwd: str) -> dict[str, str]:
 class Zygote:
     """One sandboxed fork server: start(), then fork() a runner per notebook, close() at the end."""
 
-    def __init__(self, side: str, scratch: Path | None, limits: Limits, sandboxed: bool, python: str | None = None):
+    def __init__(self, side: str, scratch: Path | None, limits: Limits, sandboxed: bool, python: str | None = None,
+                 cgroup=None):
         self.side = side  # "s" (student: sees the scratch folder) or "t" (trusted)
         self.scratch = scratch
         self.limits = limits
@@ -98,11 +107,18 @@ class Zygote:
         self.bwrap = bubblewrap() if sandboxed else None
         if sandboxed and not self.bwrap:
             raise RuntimeError("bubblewrap (bwrap) is not available")
+        self.cgroup = cgroup
         self.child: int | None = None
         self.last_exit: dict | None = None
 
+    @property
+    def cwd(self) -> str:
+        if not self.sandboxed:
+            return str(self.scratch) if self.scratch is not None else "/tmp"
+        return SCRATCH if self.scratch is not None else "/tmp"
+
     def command(self, fd: int) -> list[str]:
-        shared = ["/tmp", "/dev/shm"] if self.sandboxed else []
+        shared = ["/tmp", "/dev/shm"] + ([SCRATCH] if self.scratch is not None else []) if self.sandboxed else []
         inner = [self.python, str(INKERNEL / "zygote.py"), "--control", str(fd), "--path", str(seqlab_root()),
                  "--clean", os.pathsep.join(shared), "--kill-all", "1" if self.sandboxed else "0"]
         if not self.sandboxed:
@@ -119,11 +135,13 @@ class Zygote:
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         # The empty /tmp first: the course (a clone, a venv) or the scratch folder may lie under /tmp,
         # and a later mount would hide them.
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        limits = self.limits
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+                 "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
         for prefix in sorted(prefixes, key=lambda p: len(p.parts)):
             args += ["--ro-bind", str(prefix), str(prefix)]
-        if self.scratch is not None:
-            args += ["--bind", str(self.scratch), str(self.scratch), "--chdir", str(self.scratch)]
+        if self.scratch is not None:  # the submission's folder: a tmpfs of its own, never a folder of the host's
+            args += ["--size", str(limits.scratch_bytes), "--tmpfs", SCRATCH, "--chdir", SCRATCH]
         else:
             args += ["--chdir", "/tmp"]
         args += ["--remount-ro", "/",  # nothing outside /tmp and the scratch folder is writable, even in memory
@@ -131,7 +149,7 @@ class Zygote:
         return args + inner
 
     def environment(self) -> dict[str, str]:
-        cwd = str(self.scratch) if self.scratch is not None else "/tmp"
+        cwd = self.cwd
         return {
             "PATH": os.pathsep.join([str(Path(self.python).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
             "LANG": "C.UTF-8",
@@ -147,10 +165,11 @@ class Zygote:
     def start(self, timeout: float = 120) -> None:
         start = time.perf_counter()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        cwd = self.scratch if self.scratch is not None else None
+        cwd = self.scratch if self.scratch is not None and not self.sandboxed else None
         self.process = subprocess.Popen(self.command(theirs.fileno()), env=self.environment(), stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
-                                        pass_fds=(theirs.fileno(),))
+                                        pass_fds=(theirs.fileno(),),
+                                        preexec_fn=self.cgroup.enter if self.cgroup is not None else None)
         theirs.close()
         self.control = ours
         event = self.receive(timeout)
@@ -202,7 +221,7 @@ class Zygote:
     def fork(self, config: dict, control: socket.socket, peer: socket.socket) -> int:
         """Start a runner on these two sockets (their other ends stay with the caller)."""
         self.ensure_started()
-        cwd = str(self.scratch) if self.scratch is not None else "/tmp"
+        cwd = self.cwd
         request = {"op": "fork", "cwd": cwd, "env": runner_environment(cwd), "limits": self.limits.for_kernel(),
                    "config": config}
         socket.send_fds(self.control, [json.dumps(request).encode()], [control.fileno(), peer.fileno()])
@@ -253,21 +272,28 @@ class Zygote:
 class Sandbox:
     """One worker: a student zygote and a trusted zygote, and the scratch folder of the current submission."""
 
-    def __init__(self, root: Path, limits: Limits = Limits(), sandboxed: bool = True, python: str | None = None):
+    def __init__(self, root: Path, limits: Limits = Limits(), sandboxed: bool = True, python: str | None = None,
+                 use_cgroups: bool = True):
+        from cgroups import Cgroup
+
         self.root = Path(root)
         self.limits = limits
         self.sandboxed = sandboxed
         self.root.mkdir(parents=True, exist_ok=True)
         self.reset_scratch()
-        self.student = Zygote("s", self.scratch, limits, sandboxed, python)
-        self.trusted = Zygote("t", None, limits, sandboxed, python)
+        self.cgroup, self.cgroup_problem = (Cgroup.create(f"seqlab-{os.getpid()}-{id(self):x}") if use_cgroups
+                                            else (None, "cgroups were switched off"))
+        self.memory_limit = 0
+        self.student = Zygote("s", self.scratch, limits, sandboxed, python, self.cgroup)
+        self.trusted = Zygote("t", None, limits, sandboxed, python, self.cgroup)
 
     @property
     def scratch(self) -> Path:
         return self.root / "scratch"
 
     def reset_scratch(self) -> Path:
-        """A fresh, empty scratch folder; what a submission left there is removed without following links."""
+        """A fresh, empty scratch folder (unsandboxed runs; a sandbox's scratch is its own tmpfs, emptied by
+        the fork server); what a submission left is removed without following links."""
         # Emptied in place (the running sandbox has this very folder bound), entry by entry:
         # shutil.rmtree works on descriptors and never follows a planted symlink.
         self.scratch.mkdir(mode=0o700, exist_ok=True)
@@ -285,10 +311,18 @@ class Sandbox:
     def start(self) -> None:
         self.student.start()
         self.trusted.start()
+        self.set_limits()
+
+    def set_limits(self) -> None:
+        """The whole sandbox: what the fork servers hold, plus the submission's budget (and 1 GiB for the tests)."""
+        if self.cgroup is not None and not self.memory_limit:
+            self.memory_limit = self.cgroup.memory_used() + self.limits.memory_bytes + 2**30
+            self.cgroup.limit(self.memory_limit, self.limits.pids, self.limits.cpus)
 
     def ensure_started(self) -> None:
         self.student.ensure_started()
         self.trusted.ensure_started()
+        self.set_limits()
 
     def after_submission(self) -> None:
         """Between submissions: a zygote that a child stopped or damaged is replaced."""
@@ -300,6 +334,9 @@ class Sandbox:
     def close(self) -> None:
         self.student.close()
         self.trusted.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
 
     @property
     def preload_seconds(self) -> dict:

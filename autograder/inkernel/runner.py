@@ -167,6 +167,7 @@ def make_shell(outputs_ref):
     InteractiveShell.clear_instance()
     shell = Shell.instance(colors="NoColor", history_length=0)
     shell.history_manager.enabled = False
+    sys.modules["__main__"] = shell.user_module  # classes defined in cells can be named (pickled) by reference
     return shell
 
 

@@ -539,32 +539,56 @@ class Codec:
 MIRROR_MIN_BYTES = 2048  # smaller arguments are simply sent again
 
 
+def _tensor_state(obj):
+    grad = obj.grad
+    raw = obj.detach().cpu().contiguous()
+    raw = raw.float() if raw.dtype == torch.bfloat16 else raw
+    return tuple, ((str(obj.dtype), tuple(obj.shape), raw.numpy().tobytes(), bool(obj.requires_grad),
+                    None if grad is None else fingerprint(grad)),)
+
+
 class _Fingerprinter:
-    """A fast fingerprint of a value (C pickle into a hash, never unpickled): has it changed since?"""
+    """A fast fingerprint of a value (C pickle into a hash, never unpickled): has it changed since?
+
+    The C pickler looks types up in a dispatch table, so only tensors (whose pickle would leave
+    out .grad) cost Python calls; a class that cannot be pickled by reference falls back to a
+    slower pickler that names it.
+    """
 
     @staticmethod
-    def of(value) -> bytes | None:
-        import hashlib
+    def _pickler(buffer, slow: bool):
         import pickle
 
-        class Pickler(pickle.Pickler):
+        class Fast(pickle.Pickler):
+            dispatch_table = dict(__import__("copyreg").dispatch_table)
+            if torch is not None:
+                dispatch_table[torch.Tensor] = _tensor_state
+                dispatch_table[torch.nn.Parameter] = _tensor_state
+
+        class Slow(Fast):
             def reducer_override(self, obj):
-                if torch is not None and isinstance(obj, torch.Tensor):
-                    grad = obj.grad
-                    return tuple, ((str(obj.dtype), tuple(obj.shape), obj.detach().cpu().contiguous().numpy().tobytes()
-                                    if obj.dtype != torch.bfloat16 else obj.detach().float().numpy().tobytes(),
-                                    bool(obj.requires_grad), None if grad is None else _Fingerprinter.of(grad)),)
                 if isinstance(obj, type) and obj.__module__ != "builtins":  # notebook classes: not importable
                     return str, (f"{obj.__module__}.{obj.__qualname__}",)
+                if torch is not None and isinstance(obj, torch.Tensor):
+                    return _tensor_state(obj)
                 if isinstance(obj, (Remote, types.FunctionType, types.MethodType)):
                     raise pickle.PicklingError("not data")
                 return NotImplemented
 
-        buffer = io.BytesIO()
-        try:
-            Pickler(buffer, protocol=5).dump(value)
-        except Exception:  # noqa: BLE001 - anything that does not pickle is simply not mirrored
-            return None
+        return (Slow if slow else Fast)(buffer, protocol=5)
+
+    @staticmethod
+    def of(value) -> bytes | None:
+        import hashlib
+
+        for slow in (False, True):
+            buffer = io.BytesIO()
+            try:
+                _Fingerprinter._pickler(buffer, slow).dump(value)
+                break
+            except Exception:  # noqa: BLE001 - anything that does not pickle is simply not mirrored
+                if slow:
+                    return None
         if buffer.tell() < MIRROR_MIN_BYTES:
             return None
         return hashlib.blake2b(buffer.getbuffer(), digest_size=16).digest()

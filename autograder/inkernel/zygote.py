@@ -78,6 +78,11 @@ def run_child(request: dict, control_fd: int, peer_fd: int) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     os.setsid()
+    try:  # under a memory limit for the whole sandbox, the runner goes first, never the fork server
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
     os.environ.update({str(k): str(v) for k, v in request.get("env", {}).items()})
     os.makedirs(os.environ.get("IPYTHONDIR", "/tmp/ipython"), exist_ok=True)
     os.chdir(request["cwd"])

@@ -149,11 +149,243 @@ import sys
 sys.stderr = open('/dev/null', 'w')
 """
 
+# -- attacks on the verdict from inside the student's process (the tests run elsewhere now) --------
+FORGE_SHELL = """import IPython.core.interactiveshell as _i
+_ip = get_ipython()
+_orig = _ip.run_cell
+def _always_ok(*a, **k):
+    r = _orig(*a, **k)
+    r.error_in_exec = r.error_before_exec = None
+    return r
+_ip.run_cell = _always_ok
+_ip.showtraceback = lambda *a, **k: None
+_i.InteractiveShell.showtraceback = lambda *a, **k: None
+"""
+
+FORGE_RUNNER = """import gc, json
+# find the grader's runner objects in this process and make every request answer 'ok' with a guessed value
+for _o in gc.get_objects():
+    if type(_o).__name__ in ('Runner', 'Peer') and hasattr(_o, 'serve'):
+        _o.serve = lambda message: {'value': 1.0, 'changed': {}}
+    if type(_o).__name__ == 'Channel':
+        _send = _o.send
+        def _forged(message, timeout=None, _send=_send):
+            if isinstance(message, dict):
+                message.pop('error', None)
+                message['status'] = 'ok'
+                message['outputs'] = []
+            return _send(message, timeout)
+        _o.send = _forged
+"""
+
+LYING_VALUES = """import numpy as _np
+class _Yes(_np.ndarray):
+    def __eq__(self, other): return _np.ones(_np.shape(self), bool)
+    def __ne__(self, other): return _np.zeros(_np.shape(self), bool)
+    def __array_finalize__(self, obj): pass
+class _Always(float):
+    def __eq__(self, other): return True
+    def __lt__(self, other): return True
+    def __gt__(self, other): return True
+    def __abs__(self): return _Always(0.0)
+    def __sub__(self, other): return _Always(0.0)
+    def __rsub__(self, other): return _Always(0.0)
+class _AllList(list):
+    def __eq__(self, other): return True
+_np.isclose = lambda *a, **k: True
+_np.allclose = lambda *a, **k: True
+"""
+
+READ_FRAMES = """import sys, inspect, linecache, gc
+def _steal(*args, **kwargs):
+    # walk every frame and every code object this process can see, looking for expected values
+    found = []
+    frame = sys._getframe()
+    while frame is not None:
+        found += [v for k, v in frame.f_locals.items() if k.startswith(('_want', '_ref', 'expected'))]
+        frame = frame.f_back
+    found += [c for c in gc.get_objects() if type(c).__name__ == 'code' and 'HIDDEN' in str(c.co_consts)]
+    found += [l for lines in linecache.cache.values() for l in (lines[2] if len(lines) > 2 else []) if '_reference' in l]
+    _stolen.extend(map(str, found))
+    return found[0] if found else None
+_stolen = []
+"""
+
+
+def forge_answers(nb, body: str):
+    """Every answer replaced by a function that calls ``_steal``-like code; the attack's setup first."""
+    for cell in nb.cells:
+        if meta(cell).get("solution"):
+            names = re.findall(r"^def (\w+)\(", cell.source, flags=re.M)
+            cell.source = "\n".join(f"def {n}(*args, **kwargs):\n    return {body}\n" for n in names) or cell.source
+    return nb
+
+
+def print_stolen_at_end(nb):
+    nb.cells.append(nbformat.v4.new_code_cell("print('STOLEN', _stolen)"))
+    return nb
+
+
+# -- attacks on later submissions and on the grader's files ----------------------------------------
+PERSIST = """import os, sys, subprocess, pathlib
+home = pathlib.Path(os.environ.get('HOME', '.'))
+payload = "import os\\nos.environ['PWNED_BY'] = 'persist'\\nraise SystemExit('pwned')\\n"
+for folder in [os.environ.get('IPYTHONDIR', '/tmp/.ipython') + '/profile_default/startup', str(home / '.ipython/profile_default/startup'),
+               '/tmp/.ipython/profile_default/startup', str(pathlib.Path.cwd() / '.ipython/profile_default/startup')]:
+    try:
+        os.makedirs(folder, exist_ok=True)
+        open(folder + '/00-pwn.py', 'w').write(payload)
+    except OSError:
+        pass
+for path in ['sitecustomize.py', 'usercustomize.py', 'numpy.py', 'seqlab.py', '/tmp/sitecustomize.py', '/dev/shm/x',
+             os.environ.get('MPLCONFIGDIR', '/tmp/.matplotlib') + '/matplotlibrc']:
+    try:
+        pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+        open(path, 'w').write(payload if path.endswith('.py') else 'backend: agg\\n')
+    except OSError:
+        pass
+# a daemon that outlives the notebook and keeps planting
+subprocess.Popen([sys.executable, '-c', 'import time, os\\nwhile True:\\n    time.sleep(0.2)\\n    open("sitecustomize.py", "w").write("raise SystemExit")'],
+                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        import time
+        while True:
+            time.sleep(0.2)
+            try:
+                open('/tmp/planted', 'w').write('x')
+            except OSError:
+                pass
+    os._exit(0)
+"""
+
+HIT_ZYGOTE = """import os, signal
+# stop or kill every other process this sandbox can see (the fork server among them)
+for pid in range(1, 400):
+    if pid != os.getpid():
+        for sig in (signal.SIGSTOP,):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+try:
+    open('/proc/2/mem', 'rb').read(1)
+except OSError:
+    pass
+"""
+
+
+def plant_symlinks(targets: list[str]) -> str:
+    """Links in the writable folder to what the grader must never write: the files the old grader wrote there."""
+    return f"""import os
+for i, target in enumerate({targets!r}):
+    for name in ('kernel.json', 'k1.json', 'k1.json.exit', 'ready.json', 'zygote.sock', 'result.json', f'link{{i}}'):
+        try:
+            os.symlink(target, name if i == 0 else f'{{name}}.{{i}}')
+        except OSError:
+            pass
+    for folder in ('kernels', 'ipc', 'ctl', 'state'):
+        try:
+            os.symlink(os.path.dirname(target), folder if i == 0 else f'{{folder}}{{i}}')
+        except OSError:
+            pass
+"""
+
+
+BREAK_PROTOCOL = """import os, socket, struct
+# write garbage, then an enormous frame header, on every socket this process holds, then close them
+for fd in range(3, 64):
+    try:
+        s = socket.socket(fileno=os.dup(fd))
+        s.setblocking(False)
+        s.send(b'garbage' + struct.pack('>Q', 2**62))
+        s.close()
+    except OSError:
+        pass
+"""
+
+
+UNUSUAL_PRINT = '''
+import functools as _functools
+def _chatty(function):
+    @_functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        wrapper.calls += 1
+        if wrapper.calls <= 3:
+            print("calling", function.__name__, "with", len(args), "arguments")  # a student's debugging print
+        return function(*args, **kwargs)
+    wrapper.calls = 0
+    return wrapper
+'''
+
+
+def unusual_but_correct(nb):
+    """A correct solution written unusually: prints in every answer, answers wrapped by a decorator."""
+    for cell in nb.cells:
+        if meta(cell).get("solution"):
+            names = re.findall(r"^def (\w+)\(", cell.source, flags=re.M)
+            cell.source = UNUSUAL_PRINT + cell.source + "".join(f"\n{n} = _chatty({n})" for n in names)
+    return nb
+
+
+# -- resources of the whole sandbox (many processes, disks, CPU) --------------------------------------
+MEMORY_MANY = """import os, time
+children = []
+for _ in range(8):  # each stays under the per-process limit; together they are far above the sandbox's
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(b'x' * (450 * 2**20))
+        time.sleep(30)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+"""
+
+PROCESS_FLOOD = """import os, time
+started = 0
+for _ in range(3000):
+    try:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        started += 1
+    except OSError:
+        break
+print('started', started, 'processes')
+"""
+
+FILL_DISKS = """import os
+written = {}
+for folder in ('.', os.environ.get('HOME', '.'), '/tmp', '/dev/shm'):
+    total = 0
+    try:
+        with open(os.path.join(folder, 'fill.bin'), 'wb') as f:
+            for _ in range(1024):  # 1 GiB in 1 MiB blocks
+                f.write(b'x' * 2**20)
+                total += 2**20
+    except OSError as error:
+        pass
+    written[folder] = total
+print('WRITTEN', written)
+"""
+
+CPU_HOG = """import subprocess, sys, time
+for _ in range(24):
+    subprocess.Popen([sys.executable, '-c', 'while True: pass'], start_new_session=True)
+end = time.time() + 40
+while time.time() < end:
+    pass
+"""
+
+
 EXIT = "import sys\nsys.exit(0)\n"
 OS_EXIT = "import os\nos._exit(0)\n"
 KILL = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
 LOOP = "while True:\n    pass\n"
-LOOP_NO_INTERRUPT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
+LOOP_NO_INTERRUPT = ("import signal\nfor _s in (signal.SIGINT, signal.SIGALRM, signal.SIGTERM):\n    signal.signal(_s, signal.SIG_IGN)\n"
+                     "signal.setitimer = lambda *a, **k: (0.0, 0.0)\nwhile True:\n    try:\n        pass\n    except BaseException:\n        pass\n")
 MEMORY = "hog = []\nwhile True:\n    hog.append(bytearray(256 * 2**20))\n"
 FLOOD = "import sys\nline = 'x' * 1_000_000 + '\\n'\nfor _ in range(2_000):\n    sys.stdout.write(line)\n"
 
@@ -231,11 +463,36 @@ def submissions(chapter: str = CH1, targets: list[str] | None = None) -> dict[st
         "renamed_notebook": ("renamed", "zero"),
         "empty_zip": ("empty_zip", "zero"),
     }
+    out.update({
+        "forge_shell": (insert_before_first_answer(stub(), FORGE_SHELL), "zero"),
+        "forge_runner": (insert_before_first_answer(stub(), FORGE_RUNNER), "zero"),
+        "lying_values": (forge_answers(insert_before_first_answer(stub(), LYING_VALUES),
+                                       "_Always(0.0) if kwargs.get('n') is None else _AllList()"), "zero"),
+        "read_frames": (print_stolen_at_end(forge_answers(insert_before_first_answer(stub(), READ_FRAMES),
+                                                          "_steal(*args, **kwargs)")), "zero"),
+        "break_protocol": (forge_answers(insert_before_first_answer(stub(), BREAK_PROTOCOL), "None"), "zero"),
+        "unusual_but_correct": (unusual_but_correct(sol()), "full"),
+    })
     if chapter == CH1:
         out["hardcoded_visible_tests"] = (hardcoded(rel()), "zero")
     if targets:
         out["snoop"] = (insert_before_first_answer(stub(), snoop(targets)), "zero")
+        out["plant_symlinks"] = (insert_before_first_answer(stub(), plant_symlinks(targets)), "zero")
     return out
+
+
+def persistence_batch(chapter: str = CH1) -> dict[str, tuple[object, str]]:
+    """Graded in this order on ONE worker: honest students before and after submissions that try to leave
+    something behind for them (files, daemons, a stopped fork server)."""
+    sol = lambda: load("solution", chapter)[0]  # noqa: E731
+    stub = lambda: insert_before_first_answer(load("release", chapter)[0], "")  # noqa: E731
+    return {
+        "a_honest": (sol(), "full"),
+        "b_persist_files": (insert_before_first_answer(stub(), PERSIST), "zero"),
+        "c_honest": (sol(), "full"),
+        "d_hit_zygote": (insert_before_first_answer(stub(), HIT_ZYGOTE), "zero"),
+        "e_honest": (sol(), "full"),
+    }
 
 
 def write_export(folder: Path, chapter: str = CH1, targets: list[str] | None = None, only: list[str] | None = None) -> dict[str, str]:
