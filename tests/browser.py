@@ -39,6 +39,23 @@ def open_notebook(page, base: str, app: str, relative_path: str) -> None:
     route = "lab/tree" if app == "lab" else "notebooks"
     page.goto(f"{base}/{route}/{relative_path}?token={TOKEN}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    wait_for_kernel(page)
+
+
+def wait_for_kernel(page, seconds: float = 120) -> None:
+    """Wait until the notebook's kernel is idle: a Run All clicked earlier runs nothing, silently.
+
+    Accepts the "Select Kernel" dialog (the default kernel) where the front end asks.
+    """
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count() and "Select Kernel" in dialog.first.inner_text():
+            page.locator(".jp-Dialog .jp-mod-accept").first.click()
+        if page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count():
+            return
+        page.wait_for_timeout(500)
+    raise TimeoutError("the notebook's kernel did not become idle")
 
 
 def run_all_cells(page) -> None:
