@@ -14,8 +14,9 @@ from typing import Callable, NamedTuple, Sequence
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
 from matplotlib.figure import Figure
+
+from seqlab.widgets import show_error, show_figure
 
 __all__ = ["TrellisFrame", "trellis_frame", "draw_trellis", "trellis_explorer"]
 
@@ -120,11 +121,13 @@ def trellis_explorer(
 
     def redraw(_change=None) -> None:
         words, delta, back = decoded(text.value)
-        with output:
-            output.clear_output(wait=True)
+        try:
             figure = draw_trellis(trellis_frame(delta, back, min(step.value, len(words) - 1)), states, words)
-            display(figure)
-            plt.close(figure)
+        except Exception:  # noqa: BLE001 - shown in the widget, where the learner looks
+            show_error(output)
+            return
+        show_figure(output, figure)  # not `with output: display(...)`: see seqlab.widgets.show_figure
+        plt.close(figure)
 
     def new_sentence(_change=None) -> None:
         words, _, _ = decoded(text.value)

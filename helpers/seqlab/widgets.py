@@ -1,23 +1,59 @@
 """Interactive figures from core ipywidgets and matplotlib.
 
 They work wherever ipywidgets does, Colab's 7.7 included: controls drive a function that
-draws a matplotlib figure into an ``Output``. Each widget's computation is a pure function
-(``top_next_words``, ``context_from_text``) that tests call without a front end.
+draws a matplotlib figure into an ``Output`` (with :func:`show_figure`, never ``with output:
+display(...)``: see there). Each widget's computation is a pure function (``top_next_words``,
+``context_from_text``) that tests call without a front end.
 """
 
 from __future__ import annotations
 
 import heapq
+import sys
 from typing import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from IPython.display import display
 from matplotlib.figure import Figure
 
-__all__ = ["figure_widget", "top_next_words", "context_from_text", "next_word_explorer"]
+__all__ = ["show_figure", "show_error", "figure_widget", "top_next_words", "context_from_text", "next_word_explorer"]
 
 ProbFn = Callable[[str, tuple], float]
+
+
+def show_figure(output: widgets.Output, figure: Figure) -> None:
+    """Make ``output`` show ``figure`` and nothing else, by setting the widget's ``outputs``.
+
+    Not ``with output: display(figure)``: that has the front end capture the figure, and a
+    headless client (nbclient, so ``jupyter nbconvert --execute``, papermill and the course's
+    tests) imitates the front end by sending a message to the kernel on the shell channel for
+    each captured output, while it waits on that same channel for the cell's reply. With
+    pyzmq's asyncio sockets that reply's wake-up is sometimes lost, and the run stalls for
+    the whole cell timeout after the widget's cell (for ever without a timeout; issue 14).
+    Setting the state goes out on IOPub like any other widget update, and a live front end
+    redraws the figure in place, as before.
+    """
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:
+        data, metadata = shell.display_formatter.format(figure)  # what display(figure) would send
+    else:  # plain Python (tests): nothing renders it
+        data, metadata = {"text/plain": repr(figure)}, {}
+    output.outputs = ({"output_type": "display_data", "data": data, "metadata": metadata},)
+
+
+def show_error(output: widgets.Output) -> None:
+    """Make ``output`` show the exception being handled, as ``with output:`` did for an error."""
+    import traceback
+
+    from IPython import get_ipython
+
+    kind, error, tb = sys.exc_info()
+    shell = get_ipython()
+    lines = (shell.InteractiveTB.structured_traceback(kind, error, tb) if shell is not None
+             else traceback.format_exception(kind, error, tb))
+    output.outputs = ({"output_type": "error", "ename": kind.__name__, "evalue": str(error), "traceback": lines},)
 
 
 def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.ValueWidget]) -> widgets.VBox:
@@ -28,11 +64,13 @@ def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.Va
 
     def redraw(_change=None) -> None:
         values = {name: control.value for name, control in controls.items()}
-        with output:
-            output.clear_output(wait=True)
+        try:
             figure = draw(**values)
-            display(figure)
-            plt.close(figure)
+        except Exception:  # noqa: BLE001 - shown in the widget, where the learner looks
+            show_error(output)
+            return
+        show_figure(output, figure)
+        plt.close(figure)
 
     for control in controls.values():
         control.observe(redraw, names="value")
