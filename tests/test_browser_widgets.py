@@ -33,6 +33,7 @@ WIDGETS = [
     WidgetCase("04-vanishing-gradients-gru-lstm/04-vanishing-gradients-gru-lstm.ipynb", sliders=("forget bias",)),
     WidgetCase("05-word-embeddings/05-word-embeddings.ipynb", sliders=("neighbours",)),
     WidgetCase("06-seq2seq-beam-search-bleu/06-seq2seq-beam-search-bleu.ipynb", sliders=("beam width",)),
+    WidgetCase("07-attention/07-attention.ipynb", sliders=("output step",)),
 ]
 
 CASES = [(case, app) for case in WIDGETS for app in ("lab", "notebook")]

@@ -104,8 +104,8 @@ def test_comparison_json_holds_both_chapters_rows():
     raw = json.loads(COMPARISON.read_text())
     assert all(set(row) == {f.name for f in fields(ComparisonRow)} for row in raw)
     rows = {row.model: row for row in load_comparison()}
-    ch6_dates, ch7_dates = rows["ch6 GRU seq2seq, no attention: dates"], rows["ch7 GRU seq2seq + attention: dates"]
-    ch6_numbers, ch7_numbers = rows["ch6 GRU seq2seq, no attention: numbers"], rows["ch7 GRU seq2seq + attention: numbers"]
+    ch6_dates, ch7_dates = rows["ch6 GRU, no attention: dates"], rows["ch7 GRU + attention: dates"]
+    ch6_numbers, ch7_numbers = rows["ch6 GRU, no attention: numbers"], rows["ch7 GRU + attention: numbers"]
     assert ch7_dates.exact_match >= 0.99 and ch7_dates.exact_match > ch6_dates.exact_match + 0.3
     assert ch7_numbers.longest_accuracy >= ch6_numbers.longest_accuracy + 0.2
     assert all(r.seconds_per_epoch > 0 and r.parameters > 0 for r in rows.values())
@@ -116,10 +116,10 @@ def test_explorer_widget_builds_and_follows_the_source():
     from seqlab.attention import attention_explorer, load_checkpoint
 
     model, src_vocab, tgt_vocab = load_checkpoint("numbers")
-    box = attention_explorer(model, ["40512", "7"], src_vocab, tgt_vocab, join=" ")
+    box = attention_explorer(model, ["718203946", "7"], src_vocab, tgt_vocab, join=" ")
     controls = box.children[0].children
     source, step = controls
-    assert step.description == "output step" and step.max == len("forty thousand five hundred twelve".split())
+    assert step.description == "output step" and step.max == len("seven hundred eighteen million two hundred three thousand nine hundred forty six".split())
     source.value = "7"
     assert step.max == 1  # "seven </s>"
     step.value = 1

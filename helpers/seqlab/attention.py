@@ -269,12 +269,12 @@ def comparison_rows(retime: bool = True) -> list[ComparisonRow]:
         model, sv, tv = ch06_checkpoint(task)
         record, scores = ch06_record(task), _scores(model, task, sv, tv)
         seconds = time_epoch(GRUSeq2Seq(**record["config"]), task) if retime else record["seconds_per_epoch"]
-        rows.append(ComparisonRow(f"ch6 GRU seq2seq, no attention: {task}", count_parameters(model), round(seconds, 1),
+        rows.append(ComparisonRow(f"ch6 GRU, no attention: {task}", count_parameters(model), round(seconds, 1),
                                   scores["test_exact_match_greedy"], scores.get("test_longest"),
                                   note=f"{record['epochs']} epoch(s), greedy, test split"))
         record = checkpoint_record(task)
         seconds = time_epoch(AttentionSeq2Seq(**record["config"]), task) if retime else record["seconds_per_epoch"]
-        rows.append(ComparisonRow(f"ch7 GRU seq2seq + attention: {task}", record["parameters"], round(seconds, 1),
+        rows.append(ComparisonRow(f"ch7 GRU + attention: {task}", record["parameters"], round(seconds, 1),
                                   record["test_exact_match_greedy"], record.get("test_longest"),
                                   note=f"{record['epochs']} epoch(s), greedy, test split"))
     return rows
