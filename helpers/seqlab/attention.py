@@ -248,18 +248,22 @@ def _scores(model, task: str, src_vocab: Vocab, tgt_vocab: Vocab) -> dict[str, A
 
 
 def time_epoch(model: nn.Module, task: str, seed: int = 0) -> float:
-    """Seconds for one epoch of ``seqlab.seq2seq.train`` over the task's whole training split (one thread)."""
+    """Processor seconds for one epoch of ``seqlab.seq2seq.train`` over the task's whole training split, on one
+    thread. Processor time, not wall time: on a shared machine the wall time of the same epoch varies threefold
+    with the other jobs, the processor time of one thread far less."""
     src_tokens, tgt_tokens, _ = TASKS[task]
     src_vocab, tgt_vocab = task_vocabs(task)
     data = encode_pairs(task_data(task, "train"), src_vocab, tgt_vocab, src_tokens, tgt_tokens)
     torch.manual_seed(seed)
-    return train(model, data, 1, seed=seed, plot=False, progress=False)["seconds"]
+    start = time.process_time()
+    train(model, data, 1, seed=seed, plot=False, progress=False, threads=1)
+    return time.process_time() - start
 
 
 def comparison_rows(retime: bool = True) -> list[ComparisonRow]:
     """Chapter 6's two models and chapter 7's, scored on the test splits (greedy). With ``retime``, the seconds per
-    epoch are measured here, one model after the other on one thread (fresh models of the checkpoints' sizes), so
-    that they compare; without, they are the checkpoints' records."""
+    epoch are measured here (:func:`time_epoch`: processor time on one thread, fresh models of the checkpoints'
+    sizes), one model after the other, so that they compare; without, they are the checkpoints' wall-time records."""
     from seqlab.seq2seq import GRUSeq2Seq
     from seqlab.seq2seq import checkpoint_record as ch06_record
     from seqlab.seq2seq import load_checkpoint as ch06_checkpoint
@@ -302,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()[0]
         rows = comparison_rows()
         for row in rows:
-            row.note += f"; s/epoch timed on 1 thread, load average {load:.1f}-{os.getloadavg()[0]:.1f}"
+            row.note += f"; s/epoch: processor time, 1 thread (load average {load:.1f}-{os.getloadavg()[0]:.1f})"
         RESULTS.mkdir(exist_ok=True)
         COMPARISON.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
         from seqlab.seq2seq import comparison_table
