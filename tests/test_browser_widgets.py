@@ -34,6 +34,7 @@ WIDGETS = [
     WidgetCase("05-word-embeddings/05-word-embeddings.ipynb", sliders=("neighbours",)),
     WidgetCase("06-seq2seq-beam-search-bleu/06-seq2seq-beam-search-bleu.ipynb", sliders=("beam width",)),
     WidgetCase("07-attention/07-attention.ipynb", sliders=("output step",)),
+    WidgetCase("08-transformers/08-transformers.ipynb", sliders=("head", "d_model")),
 ]
 
 CASES = [(case, app) for case in WIDGETS for app in ("lab", "notebook")]

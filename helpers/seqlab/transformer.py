@@ -1,0 +1,584 @@
+"""Chapter 8's reference Transformer: what the chapter *uses* (its notebook teaches the same pieces).
+
+* :class:`MultiHeadAttention` (parameters named like ``nn.MultiheadAttention``: ``in_proj_weight`` =
+  [W_q; W_k; W_v], ``in_proj_bias``, ``out_proj``), :class:`EncoderBlock`, :class:`DecoderBlock` (pre-LN:
+  ``x + sublayer(LayerNorm(x))``), :func:`sinusoidal`;
+* :class:`Seq2SeqTransformer`: an encoder-decoder for chapter 6's tasks with the course's training and
+  decoding interfaces (``model(src, src_lengths, tgt_in)``, ``start``, ``step`` with a key/value cache);
+  its parameter names are the chapter-8 notebook's, so the notebook loads these checkpoints into its own
+  model;
+* :class:`TransformerLM`: a decoder-only language model of Brown on chapter 1's split and vocabulary,
+  with the same rules as chapter 4's LSTM (:mod:`seqlab.wordlm`: each sentence scored on its own, an
+  adaptive softmax over the whole vocabulary, a 6,000-word input vocabulary);
+* the chapter's widgets: :func:`attention_explorer` (attention per layer and head) and
+  :func:`positional_explorer` (the sinusoidal encoding, and the dot products of its vectors).
+
+Committed checkpoints (float16 weights) and their records come from::
+
+    python -m seqlab.transformer seq2seq --task dates --epochs 2 --threads 1
+    python -m seqlab.transformer seq2seq --task numbers --epochs 6 --threads 1
+    python -m seqlab.transformer lm --epochs 4 --threads 1 --time-limit 540      # repeat with --resume
+                                                                                 # until it says "done"
+
+The language model's run is **resumable**: it stops after ``--time-limit`` seconds (mid-epoch if need be)
+and saves its whole training state (weights, optimiser, schedule, the epoch's shuffling and position)
+to ``--state``; ``--resume`` continues exactly where it stopped. Its record sums the time of every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["sinusoidal", "attention", "MultiHeadAttention", "EncoderBlock", "DecoderBlock", "Seq2SeqTransformer",
+           "TransformerLM", "load_seq2seq", "seq2seq_record", "load_lm", "lm_record", "attention_maps",
+           "attention_figure", "attention_explorer", "positional_figure", "positional_explorer", "causal_mask"]
+
+CHECKPOINTS = Path(__file__).with_name("checkpoints")
+RESULTS = Path(__file__).with_name("results")
+LM_CHECKPOINT = CHECKPOINTS / "ch08_brown_transformer.pt"
+LM_CONFIG = {"input_vocab": 6000, "d_model": 128, "heads": 4, "layers": 3, "d_ff": 512, "dropout": 0.1,
+             "cutoffs": [2000, 10000]}
+
+
+# ---- the pieces ------------------------------------------------------------------------------------
+
+def sinusoidal(length: int, d_model: int) -> torch.Tensor:
+    """PE (length, d_model): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d))."""
+    if length < 0 or d_model < 2 or d_model % 2:
+        raise ValueError(f"need length >= 0 and an even d_model >= 2, got {length}, {d_model}")
+    pos = torch.arange(length, dtype=torch.float32)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    pe = torch.zeros(length, d_model)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+
+
+def causal_mask(length: int, device=None) -> torch.Tensor:
+    """(length, length) bool, True where a query may look: key position <= query position."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None):
+    """softmax(q k^T / sqrt(d_k)) v over the last two dims; mask True = may attend. Returns (output, weights)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with ``nn.MultiheadAttention``'s parameter layout (batch first).
+
+    ``forward(query, key, value, mask=None, cache=None)``: query (B, Lq, D), key/value (B, Lk, D); ``mask``
+    True = may attend, broadcastable to (B, h, Lq, Lk). With ``cache`` (a dict), the new keys and values are
+    appended to ``cache["k"]``/``cache["v"]`` (B, h, L, d) on the length axis (self-attention while decoding);
+    with ``cache`` holding ``"k"`` and ``static=True`` they are reused as they are (cross-attention).
+    Keeps the last weights (B, h, Lq, Lk) in ``self.weights`` when ``self.keep`` is true."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model ({d_model}) must be a multiple of heads ({heads})")
+        self.d_model, self.heads, self.d_head = d_model, heads, d_model // heads
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * d_model, d_model))
+        self.in_proj_bias = nn.Parameter(torch.zeros(3 * d_model))
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+        nn.init.xavier_uniform_(self.in_proj_weight)
+        nn.init.zeros_(self.out_proj.bias)
+        self.keep, self.weights = False, None
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, D) -> (B, h, L, d)
+        return x.view(x.shape[0], x.shape[1], self.heads, self.d_head).transpose(1, 2)
+
+    def forward(self, query, key, value, mask=None, cache: dict | None = None, static: bool = False):
+        W, b = self.in_proj_weight.chunk(3), self.in_proj_bias.chunk(3)
+        q = self.split(F.linear(query, W[0], b[0]))
+        if cache is not None and static and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            k, v = self.split(F.linear(key, W[1], b[1])), self.split(F.linear(value, W[2], b[2]))
+            if cache is not None:
+                if not static and "k" in cache:
+                    k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+                cache["k"], cache["v"] = k, v
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, h, Lq, Lk)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        if self.keep:
+            self.weights = weights.detach()
+        out = (self.dropout(weights) @ v).transpose(1, 2).reshape(query.shape[0], query.shape[1], self.d_model)
+        return self.out_proj(out)
+
+
+def feed_forward(d_model: int, d_ff: int, dropout: float) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+
+
+class EncoderBlock(nn.Module):
+    """Pre-LN: x + SelfAttn(LN(x)), then x + FFN(LN(x)). Names: self_attn, ff, norm1, norm2."""
+
+    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, heads, dropout)
+        self.ff = feed_forward(d_model, d_ff, dropout)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, src_mask=None):
+        h = self.norm1(x)
+        x = x + self.dropout(self.self_attn(h, h, h, src_mask))
+        return x + self.dropout(self.ff(self.norm2(x)))
+
+
+class DecoderBlock(nn.Module):
+    """Pre-LN: masked self-attention, cross-attention to the memory, FFN, each ``x + sublayer(LN(x))``.
+    Names: self_attn, cross_attn, ff, norm1, norm2, norm3."""
+
+    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, heads, dropout)
+        self.ff = feed_forward(d_model, d_ff, dropout)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, y, memory, tgt_mask=None, memory_mask=None, cache: dict | None = None):
+        h = self.norm1(y)
+        y = y + self.dropout(self.self_attn(h, h, h, tgt_mask, cache=None if cache is None else cache["self"]))
+        h = self.norm2(y)
+        y = y + self.dropout(self.cross_attn(h, memory, memory, memory_mask,
+                                             cache=None if cache is None else cache["cross"], static=True))
+        return y + self.dropout(self.ff(self.norm3(y)))
+
+
+# ---- the encoder-decoder ---------------------------------------------------------------------------
+
+class Seq2SeqTransformer(nn.Module):
+    """Encoder-decoder Transformer (pre-LN, sinusoidal positions, embeddings scaled by sqrt(d_model)).
+
+    Training: ``model(src, src_lengths, tgt_in) -> logits (B, T, V)``. Decoding: ``start`` encodes and
+    returns a state ``{"memory", "mask", "pos", "cache"}``; ``step(prev, state)`` runs one position using
+    the key/value cache (``cached=False``: recompute the whole prefix each step, for comparison).
+    ``causal=False`` removes the decoder's causal mask (the chapter's leak demonstration)."""
+
+    def __init__(self, n_src: int, n_tgt: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
+                 dropout: float = 0.1, causal: bool = True, max_len: int = 256):
+        super().__init__()
+        self.config = {"n_src": n_src, "n_tgt": n_tgt, "d_model": d_model, "heads": heads, "layers": layers,
+                       "d_ff": d_ff, "dropout": dropout}
+        self.d_model, self.causal, self.cached = d_model, causal, True
+        self.src_embed = nn.Embedding(n_src, d_model, padding_idx=0)
+        self.tgt_embed = nn.Embedding(n_tgt, d_model, padding_idx=0)
+        self.register_buffer("pe", sinusoidal(max_len, d_model), persistent=False)
+        self.encoder = nn.ModuleList(EncoderBlock(d_model, heads, d_ff, dropout) for _ in range(layers))
+        self.decoder = nn.ModuleList(DecoderBlock(d_model, heads, d_ff, dropout) for _ in range(layers))
+        self.enc_norm, self.dec_norm = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.out = nn.Linear(d_model, n_tgt)
+        self.dropout = nn.Dropout(dropout)
+        for table in (self.src_embed, self.tgt_embed):  # std 1/sqrt(D): times sqrt(D), on a par with the PE
+            nn.init.normal_(table.weight, std=d_model ** -0.5)
+            with torch.no_grad():
+                table.weight[0].zero_()
+
+    def embed(self, table: nn.Embedding, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        return self.dropout(table(ids) * math.sqrt(self.d_model) + self.pe[offset:offset + ids.shape[1]])
+
+    def encode(self, src, src_lengths):
+        keep = torch.arange(src.shape[1], device=src.device)[None, :] < src_lengths.to(src.device)[:, None]
+        mask = keep[:, None, None, :]  # (B, 1, 1, S): broadcast over heads and queries
+        x = self.embed(self.src_embed, src)
+        for block in self.encoder:
+            x = block(x, mask)
+        return self.enc_norm(x), mask
+
+    def decode_all(self, tgt_in, memory, mask):
+        T = tgt_in.shape[1]
+        tgt_mask = causal_mask(T, tgt_in.device) if self.causal else None
+        y = self.embed(self.tgt_embed, tgt_in)
+        for block in self.decoder:
+            y = block(y, memory, tgt_mask, mask)
+        return self.out(self.dec_norm(y))
+
+    def forward(self, src, src_lengths, tgt_in):
+        memory, mask = self.encode(src, src_lengths)
+        return self.decode_all(tgt_in, memory, mask)
+
+    def start(self, src, src_lengths) -> dict:
+        memory, mask = self.encode(src, src_lengths)
+        cache = [{"self": {}, "cross": {}} for _ in self.decoder]
+        return {"memory": memory, "mask": mask, "prefix": src.new_zeros(src.shape[0], 0), "cache": cache}
+
+    def step(self, prev, state):
+        prefix = torch.cat([state["prefix"], prev[:, None]], dim=1)
+        if not self.cached:
+            logits = self.decode_all(prefix, state["memory"], state["mask"])[:, -1]
+            return torch.log_softmax(logits, dim=-1), {**state, "prefix": prefix}
+        y = self.embed(self.tgt_embed, prev[:, None], offset=prefix.shape[1] - 1)
+        for block, cache in zip(self.decoder, state["cache"]):
+            y = block(y, state["memory"], None, state["mask"], cache=cache)
+        logits = self.out(self.dec_norm(y))[:, -1]
+        return torch.log_softmax(logits, dim=-1), {**state, "prefix": prefix}
+
+
+# ---- the language model ----------------------------------------------------------------------------
+
+class TransformerLM(nn.Module):
+    """Decoder-only Transformer LM (pre-LN, causal) with :class:`seqlab.wordlm.WordLSTM`'s interface:
+    ``model(inputs, targets, lengths) -> (summed NLL in nats, number of tokens)``."""
+
+    def __init__(self, vocab_size: int, input_vocab: int = 6000, d_model: int = 128, heads: int = 4, layers: int = 3,
+                 d_ff: int = 512, dropout: float = 0.1, cutoffs: Sequence[int] = (2000, 10000), max_len: int = 512):
+        super().__init__()
+        self.vocab_size, self.input_vocab, self.d_model = vocab_size, min(input_vocab, vocab_size), d_model
+        self.embed = nn.Embedding(self.input_vocab, d_model)
+        self.register_buffer("pe", sinusoidal(max_len, d_model), persistent=False)
+        self.blocks = nn.ModuleList(EncoderBlock(d_model, heads, d_ff, dropout) for _ in range(layers))
+        self.norm = nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+        cutoffs = [c for c in cutoffs if c < vocab_size]
+        self.softmax = nn.AdaptiveLogSoftmaxWithLoss(d_model, vocab_size, cutoffs=cutoffs, div_value=4.0)
+
+    def hidden_states(self, inputs: torch.Tensor) -> torch.Tensor:
+        inputs = torch.where(inputs < self.input_vocab, inputs, torch.zeros_like(inputs))
+        T = inputs.shape[1]
+        if T > self.pe.shape[0]:
+            raise ValueError(f"sequences of at most {self.pe.shape[0]} tokens, got {T}")
+        x = self.drop(self.embed(inputs) * math.sqrt(self.d_model) + self.pe[:T])
+        mask = causal_mask(T, inputs.device)  # right padding: real positions never see the padding after them
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.norm(x)
+
+    def forward(self, inputs, targets, lengths):
+        out = self.hidden_states(inputs)
+        mask = torch.arange(inputs.shape[1], device=inputs.device)[None, :] < lengths.to(inputs.device)[:, None]
+        result = self.softmax(out[mask], targets[mask])
+        return -result.output.sum(), int(mask.sum())
+
+
+# ---- checkpoints -----------------------------------------------------------------------------------
+
+def _half(model: nn.Module) -> dict:
+    return {k: v.detach().cpu().half() for k, v in model.state_dict().items()}
+
+
+def seq2seq_record(task: str) -> dict:
+    """The record of ``python -m seqlab.transformer seq2seq --task TASK`` (command, seconds, scores)."""
+    path = CHECKPOINTS / f"ch08_{task}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python -m seqlab.transformer seq2seq --task {task}`")
+    return json.loads(path.read_text())
+
+
+def load_seq2seq(task: str) -> tuple[dict, Any, Any, dict]:
+    """(float32 state dict, source vocab, target vocab, record) of the committed chapter-8 model of a task."""
+    from seqlab.seq2seq import Vocab
+
+    record = seq2seq_record(task)
+    weights = torch.load(CHECKPOINTS / f"ch08_{task}.pt", map_location="cpu", weights_only=True)
+    return ({k: v.float() for k, v in weights.items()}, Vocab(record["src_vocab"]), Vocab(record["tgt_vocab"]), record)
+
+
+def lm_record() -> dict:
+    """The record of the committed Brown Transformer LM (command, seconds over all runs, perplexities)."""
+    return json.loads(LM_CHECKPOINT.with_suffix(".json").read_text())
+
+
+def load_lm(vocab_size: int, path: Path = LM_CHECKPOINT) -> TransformerLM:
+    """The committed Brown Transformer LM, in float32 and evaluation mode."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: retrain with `python -m seqlab.transformer lm`")
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    if saved["vocab_size"] != vocab_size:
+        raise ValueError(f"the checkpoint has {saved['vocab_size']} tokens, the vocabulary {vocab_size}")
+    model = TransformerLM(vocab_size, **saved["config"])
+    model.load_state_dict({k: v.float() for k, v in saved["state_dict"].items()})
+    return model.eval()
+
+
+# ---- figures and widgets ---------------------------------------------------------------------------
+
+def attention_maps(model: nn.Module, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor) -> dict:
+    """Weights of every attention layer for one teacher-forced batch: ``{"encoder": [(B,h,S,S)...],
+    "decoder": [(B,h,T,T)...], "cross": [(B,h,T,S)...]}`` (on the CPU). Works with any model whose blocks
+    are in ``model.encoder`` / ``model.decoder`` with ``self_attn`` / ``cross_attn`` modules that return
+    ``(output, weights)`` (the notebook's) or keep ``weights`` when ``keep`` is set (this module's)."""
+    groups = {"encoder": [b.self_attn for b in model.encoder], "decoder": [b.self_attn for b in model.decoder],
+              "cross": [b.cross_attn for b in model.decoder]}
+    found: dict = {}
+
+    def hook(module, _inputs, output):
+        found[id(module)] = (output[1] if isinstance(output, tuple) else module.weights).detach().cpu()
+
+    handles = [m.register_forward_hook(hook) for mods in groups.values() for m in mods]
+    for mods in groups.values():
+        for m in mods:
+            m.keep = True
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(src, src_lengths, tgt_in)
+        return {name: [found[id(m)] for m in mods] for name, mods in groups.items()}
+    finally:
+        for h in handles:
+            h.remove()
+        for mods in groups.values():
+            for m in mods:
+                m.keep = False
+
+
+def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: Sequence[str], cols: Sequence[str],
+                     index: int = 0):
+    """Heatmap of one head (or all heads side by side when ``head`` is None) of one layer."""
+    import matplotlib.pyplot as plt
+
+    if kind not in maps:
+        raise ValueError(f"kind must be one of {sorted(maps)}, got {kind!r}")
+    if not 0 <= layer < len(maps[kind]):
+        raise ValueError(f"layer must be in 0..{len(maps[kind]) - 1}, got {layer}")
+    w = maps[kind][layer][index][:, :len(rows), :len(cols)].numpy()  # (h, rows, cols)
+    heads = list(range(w.shape[0])) if head is None else [head]
+    fig, axes = plt.subplots(1, len(heads), figsize=(min(3.2 * len(heads) + 1, 14), 3.6), squeeze=False)
+    for ax, h in zip(axes[0], heads):
+        ax.imshow(w[h], cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        ax.set_xticks(range(len(cols)), [c if c != " " else "␣" for c in cols], fontsize=7)
+        ax.set_yticks(range(len(rows)), rows, fontsize=7)
+        ax.set_title(f"{kind} layer {layer}, head {h}", fontsize=9)
+        ax.set_xlabel("key (attended) position", fontsize=8)
+    axes[0][0].set_ylabel("query position", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def attention_explorer(maps: dict, rows_by_kind: dict, cols_by_kind: dict, index: int = 0):
+    """Pick the attention (encoder self / decoder self / cross), the layer and the head (-1: all heads)."""
+    import ipywidgets as widgets
+
+    from seqlab.widgets import figure_widget
+
+    n_layers, n_heads = len(maps["encoder"]), maps["encoder"][0].shape[1]
+    controls = {
+        "kind": widgets.Dropdown(options=list(maps), value="cross", description="attention"),
+        "layer": widgets.IntSlider(value=n_layers - 1, min=0, max=n_layers - 1, description="layer"),
+        "head": widgets.IntSlider(value=-1, min=-1, max=n_heads - 1, description="head (-1 all)"),
+    }
+
+    def draw(kind, layer, head):
+        return attention_figure(maps, kind, layer, None if head < 0 else head, rows_by_kind[kind], cols_by_kind[kind],
+                                index)
+
+    return figure_widget(draw, controls)
+
+
+def positional_figure(d_model: int = 64, position: int = 20, length: int = 100):
+    """Left: PE (length x d_model) as an image. Right: PE[position] . PE[p] for every p, against p - position."""
+    import matplotlib.pyplot as plt
+
+    if not 0 <= position < length:
+        raise ValueError(f"position must be in 0..{length - 1}, got {position}")
+    pe = sinusoidal(length, d_model)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
+    im = a.imshow(pe.numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
+    a.axhline(position, color="k", lw=0.8)
+    a.set_xlabel("dimension (even: sin, odd: cos)")
+    a.set_ylabel("position")
+    a.set_title(f"sinusoidal PE, d_model = {d_model}")
+    fig.colorbar(im, ax=a)
+    dots = (pe @ pe[position]).numpy()
+    b.plot(range(-position, length - position), dots, marker=".", ms=3)
+    b.axvline(0, color="k", lw=0.6)
+    b.set_xlabel(f"offset from position {position}")
+    b.set_ylabel("PE[position] · PE[position + offset]")
+    b.set_title("similarity falls off with distance, the same on both sides")
+    fig.tight_layout()
+    return fig
+
+
+def positional_explorer(length: int = 100):
+    """Sliders for d_model and the position of the positional-encoding figure."""
+    import ipywidgets as widgets
+
+    from seqlab.widgets import figure_widget
+
+    controls = {"d_model": widgets.IntSlider(value=64, min=4, max=256, step=4, description="d_model"),
+                "position": widgets.IntSlider(value=20, min=0, max=length - 1, description="position")}
+    return figure_widget(lambda d_model, position: positional_figure(d_model, position, length), controls)
+
+
+# ---- training scripts ------------------------------------------------------------------------------
+
+def train_seq2seq(args) -> int:
+    from seqlab.seq2seq import TASKS, decode, encode_pairs, exact_match, task_data, task_vocabs, train
+
+    src_tokens, tgt_tokens, join = TASKS[args.task]
+    src_vocab, tgt_vocab = task_vocabs(args.task)
+    data = encode_pairs(task_data(args.task, "train"), src_vocab, tgt_vocab, src_tokens, tgt_tokens)
+    torch.manual_seed(args.seed)
+    model = Seq2SeqTransformer(len(src_vocab), len(tgt_vocab), args.d_model, args.heads, args.layers, args.d_ff,
+                               args.dropout)
+    history = train(model, data, args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, plot=False,
+                    threads=args.threads)
+    model.load_state_dict({k: v.float() for k, v in _half(model).items()})  # score the weights that are stored
+    dev = task_data(args.task, "dev")
+    dev_match = exact_match(decode(model, [p.source for p in dev], src_vocab, tgt_vocab, src_tokens, join=join),
+                            [p.target for p in dev])
+    torch.save(_half(model), CHECKPOINTS / f"ch08_{args.task}.pt")
+    record = {
+        "command": "python -m seqlab.transformer " + " ".join(sys.argv[1:] if args.argv is None else args.argv),
+        "config": model.config, "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
+        "threads": torch.get_num_threads(), "train_pairs": len(data), "seconds": round(history["seconds"], 1),
+        "seconds_per_epoch": round(history["seconds_per_epoch"], 1),
+        "epoch_loss": [round(x, 4) for x in history["epoch_loss"]], "dev_exact_match_greedy": round(dev_match, 4),
+        "torch": torch.__version__, "src_vocab": src_vocab.tokens, "tgt_vocab": tgt_vocab.tokens,
+    }
+    (CHECKPOINTS / f"ch08_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    print(f"dev exact match {dev_match:.2%}, {history['seconds']:.0f} s", flush=True)
+    return 0
+
+
+def train_lm(args) -> int:
+    from seqlab.wordlm import batches, brown_splits, brown_vocab, encode, evaluate
+
+    where = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data = brown_splits()
+    vocab = brown_vocab(data["train"])
+    encoded = {split: encode(s, vocab) for split, s in data.items()}
+    n_steps = len(list(batches(encoded["train"], args.batch_size, max_len=args.max_len)))
+    total = n_steps * args.epochs
+    torch.manual_seed(args.seed)
+    model = TransformerLM(len(vocab), **LM_CONFIG).to(where)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+
+    def rate(step: int) -> float:  # linear warm-up, then cosine down to 10%
+        if step < args.warmup:
+            return (step + 1) / args.warmup
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - args.warmup) / max(1, total - args.warmup))))
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    generator = torch.Generator().manual_seed(args.seed)
+    state = {"epoch": 1, "step_in_epoch": 0, "epoch_generator": generator.get_state(), "seconds": 0.0,
+             "history": [], "best": math.inf, "runs": 0, "epoch_loss": [0.0, 0]}
+    if args.resume:
+        saved = torch.load(args.state, map_location="cpu", weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        schedule.load_state_dict(saved["schedule"])
+        state = saved["state"]
+    if state["epoch"] > args.epochs:
+        print("done: nothing left to train", flush=True)
+        return 0
+    state["runs"] += 1
+    start = time.perf_counter()
+    while state["epoch"] <= args.epochs:
+        generator.set_state(state["epoch_generator"])
+        model.train()
+        stopped = False
+        for i, (inputs, targets, lengths) in enumerate(batches(encoded["train"], args.batch_size, generator=generator,
+                                                               max_len=args.max_len)):
+            if i < state["step_in_epoch"]:
+                continue
+            if time.perf_counter() - start > args.time_limit:
+                stopped = True
+                break
+            optimizer.zero_grad()
+            nll, n = model(inputs.to(where), targets.to(where), lengths)
+            (nll / n).backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            state["step_in_epoch"] = i + 1
+            state["epoch_loss"] = [state["epoch_loss"][0] + nll.item(), state["epoch_loss"][1] + n]
+            if (i + 1) % 200 == 0:
+                print(f"epoch {state['epoch']} step {i + 1}/{n_steps} loss {state['epoch_loss'][0] / state['epoch_loss'][1]:.3f} "
+                      f"{time.perf_counter() - start:.0f} s", flush=True)
+        if stopped:
+            break
+        dev_ppl, _ = evaluate(model, encoded["dev"], device=where)
+        seconds = state["seconds"] + time.perf_counter() - start
+        state["history"].append({"epoch": state["epoch"], "train_loss": round(state["epoch_loss"][0] / state["epoch_loss"][1], 4),
+                                 "dev_perplexity": round(dev_ppl, 2), "seconds": round(seconds, 1)})
+        print(json.dumps(state["history"][-1]), flush=True)
+        if dev_ppl < state["best"]:
+            state["best"] = dev_ppl
+            torch.save({"vocab_size": len(vocab), "config": LM_CONFIG, "state_dict": _half(model)}, args.out)
+        state.update(epoch=state["epoch"] + 1, step_in_epoch=0, epoch_generator=generator.get_state(), epoch_loss=[0.0, 0])
+    state["seconds"] += time.perf_counter() - start
+    args.state.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
+                "state": state}, args.state)
+    if state["history"]:
+        write_lm_record(args, state, vocab, encoded)
+    print("done" if state["epoch"] > args.epochs else f"stopped at epoch {state['epoch']} step {state['step_in_epoch']}: "
+          "run again with --resume", flush=True)
+    return 0
+
+
+def write_lm_record(args, state: dict, vocab: list, encoded: dict) -> None:
+    from seqlab.wordlm import evaluate
+
+    model = load_lm(len(vocab), args.out)
+    test_ppl, n_test = evaluate(model, encoded["test"])
+    dev_ppl, _ = evaluate(model, encoded["dev"])
+    record = {
+        "command": f"python -m seqlab.transformer lm --epochs {args.epochs} --seed {args.seed} --lr {args.lr} "
+                   f"--threads {args.threads} --time-limit {args.time_limit:g}  (then again with --resume until done)",
+        "runs": state["runs"], "epochs_done": len(state["history"]), "seconds": round(state["seconds"], 1),
+        "device": str(next(model.parameters()).device), "threads": torch.get_num_threads(), "torch": torch.__version__,
+        "config": LM_CONFIG, "batch_size": args.batch_size, "max_len": args.max_len, "warmup": args.warmup,
+        "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(vocab),
+        "dev_perplexity": round(dev_ppl, 2), "test_perplexity": round(test_ppl, 2), "test_tokens": n_test,
+        "history": state["history"], "bytes": args.out.stat().st_size,
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps({k: record[k] for k in ("epochs_done", "seconds", "dev_perplexity", "test_perplexity")}), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Train chapter 8's Transformers and write their checkpoints.")
+    sub = parser.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("seq2seq", help="the encoder-decoder on a chapter-6 task")
+    s.add_argument("--task", choices=["dates", "numbers"], required=True)
+    s.add_argument("--epochs", type=int, default=2)
+    s.add_argument("--d-model", type=int, default=64)
+    s.add_argument("--heads", type=int, default=4)
+    s.add_argument("--layers", type=int, default=2)
+    s.add_argument("--d-ff", type=int, default=256)
+    s.add_argument("--dropout", type=float, default=0.1)
+    s.add_argument("--batch-size", type=int, default=64)
+    s.add_argument("--lr", type=float, default=1e-3)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--threads", type=int, default=1)
+    m = sub.add_parser("lm", help="the decoder-only language model of Brown")
+    m.add_argument("--epochs", type=int, default=4)
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--lr", type=float, default=1e-3)
+    m.add_argument("--batch-size", type=int, default=32)
+    m.add_argument("--max-len", type=int, default=60)
+    m.add_argument("--warmup", type=int, default=400)
+    m.add_argument("--threads", type=int, default=1)
+    m.add_argument("--time-limit", type=float, default=math.inf, help="stop (resumably) after this many seconds")
+    m.add_argument("--resume", action="store_true")
+    m.add_argument("--state", type=Path, default=Path.home() / ".cache" / "seqlab" / "ch08_brown_transformer.state.pt")
+    m.add_argument("--out", type=Path, default=LM_CHECKPOINT)
+    args = parser.parse_args(argv)
+    args.argv = argv
+    torch.set_num_threads(args.threads)
+    return train_seq2seq(args) if args.what == "seq2seq" else train_lm(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

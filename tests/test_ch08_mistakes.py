@@ -1,0 +1,567 @@
+"""Chapter 8's graded tests reject hard-coded answers and the classic mistakes, and accept other correct code.
+
+Each case swaps one function (or class) of the solution for a variant and runs the exercise's
+whole test cell (visible and hidden tests) against it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mistakes import GradedCells, mistake_tests
+
+CHAPTER = "08-transformers"
+
+CELLS = GradedCells(CHAPTER)
+BASE = CELLS.base
+PAD, BOS, EOS = BASE["PAD"], BASE["BOS"], BASE["EOS"]
+split_heads, merge_heads = BASE["split_heads"], BASE["merge_heads"]
+causal_mask, padding_mask, update_cache = BASE["causal_mask"], BASE["padding_mask"], BASE["update_cache"]
+
+
+# ---- scaled dot-product attention ---------------------------------------------------------------
+
+def _sdpa(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, after=False):
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale(q.shape[-1]))
+    if mask is not None and not after:
+        scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
+    w = torch.softmax(scores, dim=dim)
+    if mask is not None and after:
+        w = w * mask
+    return w @ v, w
+
+
+def sdpa_scaled_by_dk(q, k, v, mask=None):
+    return _sdpa(q, k, v, mask, scale=lambda d: d)
+
+
+def sdpa_softmax_over_queries(q, k, v, mask=None):
+    return _sdpa(q, k, v, mask, dim=-2)
+
+
+def sdpa_mask_inverted(q, k, v, mask=None):
+    return _sdpa(q, k, v, mask, invert=True)
+
+
+def sdpa_mask_after_softmax(q, k, v, mask=None):
+    return _sdpa(q, k, v, mask, after=True)
+
+
+def sdpa_hardcoded(q, k, v, mask=None):
+    return torch.tensor([[1.2034, 2.78]]), torch.tensor([[0.4011, 0.1978, 0.4011]])
+
+
+def sdpa_other_correct(q, k, v, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+    scores = scores - scores.amax(-1, keepdim=True)
+    e = scores.exp()
+    w = e / e.sum(-1, keepdim=True)
+    return torch.einsum("...qk,...kd->...qd", w, v), w
+
+
+# ---- masks ------------------------------------------------------------------------------------
+
+def causal_strict(T):
+    return torch.ones(T, T, dtype=torch.bool).tril(-1)
+
+
+def causal_inverted(T):
+    return torch.ones(T, T, dtype=torch.bool).triu()
+
+
+def causal_hardcoded(T):
+    return torch.tensor([[True, False, False], [True, True, False], [True, True, True]])[:T, :T]
+
+
+def causal_other_correct(T):
+    i = torch.arange(T)
+    return i[None, :] <= i[:, None]
+
+
+def padding_not_broadcast(lengths, max_len):
+    return torch.arange(max_len)[None, :] < lengths[:, None]
+
+
+def padding_off_by_one(lengths, max_len):
+    return (torch.arange(max_len)[None, :] <= lengths[:, None])[:, None, None, :]
+
+
+def padding_inverted(lengths, max_len):
+    return (torch.arange(max_len)[None, :] >= lengths[:, None])[:, None, None, :]
+
+
+def padding_hardcoded(lengths, max_len):
+    return torch.tensor([[True, True, True, False], [True, False, False, False]])[:, None, None, :]
+
+
+def padding_other_correct(lengths, max_len):
+    out = torch.zeros(len(lengths), 1, 1, max_len, dtype=torch.bool)
+    for b, n in enumerate(lengths.tolist()):
+        out[b, ..., :n] = True
+    return out
+
+
+# ---- split and merge heads -----------------------------------------------------------------------
+
+def split_plain_view(x, heads):
+    B, L, D = x.shape
+    if D % heads:
+        raise ValueError("not a multiple")
+    return x.reshape(B, heads, L, D // heads)
+
+
+def merge_without_transpose(x):
+    B, h, L, d = x.shape
+    return x.reshape(B, L, h * d)
+
+
+def split_no_check(x, heads):
+    B, L, D = x.shape
+    return x.reshape(B, L, heads, -1).transpose(1, 2)
+
+
+def split_hardcoded(x, heads):
+    if tuple(x.shape) == (2, 3, 4) and heads == 2:
+        return torch.tensor([[[[0, 1], [4, 5], [8, 9]], [[2, 3], [6, 7], [10, 11]]],
+                             [[[12, 13], [16, 17], [20, 21]], [[14, 15], [18, 19], [22, 23]]]], dtype=x.dtype)
+    if x.shape[-1] % heads:
+        raise ValueError("not a multiple")
+    return x.reshape(x.shape[0], heads, x.shape[1], -1)
+
+
+def split_other_correct(x, heads):
+    B, L, D = x.shape
+    if D % heads:
+        raise ValueError("D must be a multiple of heads")
+    return torch.stack(x.split(D // heads, dim=-1), dim=1)
+
+
+def merge_other_correct(x):
+    return torch.cat(x.unbind(1), dim=-1)
+
+
+# ---- multi-head attention ---------------------------------------------------------------------
+
+class _MHA(BASE["MultiHeadAttention"]):
+    order = (0, 1, 2)
+    scale_by_model = False
+    use_out = True
+    naive_split = False
+    use_mask = True
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        W, b = self.in_proj_weight.chunk(3), self.in_proj_bias.chunk(3)
+        qi, ki, vi = self.order
+        split = (lambda t: t.reshape(t.shape[0], self.heads, t.shape[1], -1)) if self.naive_split else (
+            lambda t: split_heads(t, self.heads))
+        q, k, v = split(F.linear(query, W[qi], b[qi])), split(F.linear(key, W[ki], b[ki])), split(F.linear(value, W[vi], b[vi]))
+        if cache is not None:
+            k, v = update_cache(cache, k, v)
+        d = self.d_model if self.scale_by_model else q.shape[-1]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+        if mask is not None and self.use_mask:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        w = torch.softmax(scores, -1)
+        out = merge_heads(self.dropout(w) @ v)
+        return (self.out_proj(out) if self.use_out else out), w
+
+
+class MHAScaledByDModel(_MHA):
+    scale_by_model = True
+
+
+class MHAKeysFirst(_MHA):
+    order = (1, 0, 2)
+
+
+class MHANoOutProj(_MHA):
+    use_out = False
+
+
+class MHAPlainViewHeads(_MHA):
+    naive_split = True
+
+
+class MHAIgnoresMask(_MHA):
+    use_mask = False
+
+
+class MHAOtherCorrect(BASE["MultiHeadAttention"]):
+    def forward(self, query, key, value, mask=None, cache=None):
+        D, h = self.d_model, self.heads
+        d = D // h
+        q_all = query @ self.in_proj_weight[:D].T + self.in_proj_bias[:D]
+        k_all = key @ self.in_proj_weight[D:2 * D].T + self.in_proj_bias[D:2 * D]
+        v_all = value @ self.in_proj_weight[2 * D:].T + self.in_proj_bias[2 * D:]
+        heads, weights = [], []
+        for i in range(h):
+            part = slice(i * d, (i + 1) * d)
+            q, k, v = q_all[..., part], k_all[..., part], v_all[..., part]
+            if cache is not None:
+                store = cache.setdefault(i, {})
+                k, v = (torch.cat([store["k"], k], 1), torch.cat([store["v"], v], 1)) if "k" in store else (k, v)
+                store["k"], store["v"] = k, v
+            s = q @ k.transpose(1, 2) / math.sqrt(d)
+            if mask is not None:
+                m = mask.expand(query.shape[0], h, query.shape[1], k.shape[1])[:, i]
+                s = s.masked_fill(~m, float("-inf"))
+            w = s.softmax(-1)
+            weights.append(w)
+            heads.append(self.dropout(w) @ v)
+        return self.out_proj(torch.cat(heads, -1)), torch.stack(weights, 1)
+
+
+# ---- positional encoding ----------------------------------------------------------------------
+
+def pe_concatenated(length, d_model):
+    if d_model % 2:
+        raise ValueError("odd")
+    p = torch.arange(length, dtype=torch.float32)[:, None]
+    rates = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    return torch.cat([torch.sin(p * rates), torch.cos(p * rates)], dim=1)
+
+
+def pe_exponent_i_over_d(length, d_model):
+    if d_model % 2:
+        raise ValueError("odd")
+    p = torch.arange(length, dtype=torch.float32)[:, None]
+    rates = 10000.0 ** (-torch.arange(d_model // 2, dtype=torch.float32) / d_model)
+    pe = torch.zeros(length, d_model)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(p * rates), torch.cos(p * rates)
+    return pe
+
+
+def pe_sin_and_cos_swapped(length, d_model):
+    pe = BASE["sinusoidal_encoding"](length, d_model)
+    out = pe.clone()
+    out[:, 0::2], out[:, 1::2] = pe[:, 1::2], pe[:, 0::2]
+    return out
+
+
+def pe_hardcoded(length, d_model):
+    if d_model % 2:
+        raise ValueError("odd")
+    pe = torch.zeros(length, d_model)
+    p = torch.arange(length, dtype=torch.float32)
+    pe[:, 0], pe[:, 1] = torch.sin(p), torch.cos(p)
+    if length > 7 and d_model == 8:
+        pe[7, 2], pe[7, 7] = math.sin(7 / 10000 ** (2 / 8)), math.cos(7 / 10000 ** (6 / 8))
+    return pe
+
+
+def pe_other_correct(length, d_model):
+    if d_model % 2:
+        raise ValueError("d_model must be even")
+    pe = np.zeros((length, d_model))
+    for p in range(length):
+        for i in range(0, d_model, 2):
+            angle = p / 10000 ** (i / d_model)
+            pe[p, i], pe[p, i + 1] = math.sin(angle), math.cos(angle)
+    return torch.tensor(pe, dtype=torch.float32)
+
+
+# ---- encoder block ----------------------------------------------------------------------------
+
+class EncoderPostLN(BASE["EncoderBlock"]):
+    def forward(self, x, mask=None):
+        x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))
+        return self.norm2(x + self.dropout(self.ff(x)))
+
+
+class EncoderResidualAfterNorm(BASE["EncoderBlock"]):
+    def forward(self, x, mask=None):
+        x = self.norm1(x)
+        x = x + self.dropout(self.self_attn(x, x, x, mask)[0])
+        x = self.norm2(x)
+        return x + self.dropout(self.ff(x))
+
+
+class EncoderIgnoresMask(BASE["EncoderBlock"]):
+    def forward(self, x, mask=None):
+        h = self.norm1(x)
+        x = x + self.dropout(self.self_attn(h, h, h)[0])
+        return x + self.dropout(self.ff(self.norm2(x)))
+
+
+class EncoderOtherCorrect(BASE["EncoderBlock"]):
+    def forward(self, x, mask=None):
+        for norm, sub in ((self.norm1, lambda h: self.self_attn(h, h, h, mask)[0]), (self.norm2, self.ff)):
+            x = x + self.dropout(sub(norm(x)))
+        return x
+
+
+# ---- decoder block ----------------------------------------------------------------------------
+
+class DecoderIgnoresCausalMask(BASE["DecoderBlock"]):
+    def forward(self, y, memory, tgt_mask=None, memory_mask=None, cache=None):
+        return super().forward(y, memory, None, memory_mask, cache)
+
+
+class DecoderCrossAttendsToItself(BASE["DecoderBlock"]):
+    def forward(self, y, memory, tgt_mask=None, memory_mask=None, cache=None):
+        h = self.norm1(y)
+        y = y + self.self_attn(h, h, h, tgt_mask, cache)[0]
+        h = self.norm2(y)
+        y = y + self.cross_attn(h, h, h, tgt_mask)[0]
+        return y + self.ff(self.norm3(y))
+
+
+class DecoderIgnoresMemoryMask(BASE["DecoderBlock"]):
+    def forward(self, y, memory, tgt_mask=None, memory_mask=None, cache=None):
+        return super().forward(y, memory, tgt_mask, None, cache)
+
+
+class DecoderPostLN(BASE["DecoderBlock"]):
+    def forward(self, y, memory, tgt_mask=None, memory_mask=None, cache=None):
+        y = self.norm1(y + self.self_attn(y, y, y, tgt_mask, cache)[0])
+        y = self.norm2(y + self.cross_attn(y, memory, memory, memory_mask)[0])
+        return self.norm3(y + self.ff(y))
+
+
+class DecoderOtherCorrect(BASE["DecoderBlock"]):
+    def forward(self, y, memory, tgt_mask=None, memory_mask=None, cache=None):
+        a = self.norm1(y)
+        y = self.dropout(self.self_attn(a, a, a, mask=tgt_mask, cache=cache)[0]) + y
+        y = self.dropout(self.cross_attn(self.norm2(y), memory, memory, mask=memory_mask)[0]) + y
+        return self.dropout(self.ff(self.norm3(y))) + y
+
+
+# ---- the key/value cache ----------------------------------------------------------------------
+
+def cache_wrong_axis(cache, k, v):
+    if "k" in cache:
+        k, v = torch.cat([cache["k"], k], dim=1), torch.cat([cache["v"], v], dim=1)
+    cache["k"], cache["v"] = k, v
+    return k, v
+
+
+def cache_not_stored(cache, k, v):
+    if "k" in cache:
+        return torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+    return k, v
+
+
+def cache_new_first(cache, k, v):
+    if "k" in cache:
+        k, v = torch.cat([k, cache["k"]], dim=2), torch.cat([v, cache["v"]], dim=2)
+    cache["k"], cache["v"] = k, v
+    return k, v
+
+
+def cache_hardcoded(cache, k, v):
+    n = cache.get("n", 0) + 1
+    cache["n"] = n
+    B, h, _, d = k.shape
+    cache["k"] = torch.arange(float(n)).view(1, 1, n, 1).expand(B, h, n, d).clone()
+    cache["v"] = torch.cat([torch.ones(B, h, 1, d), 10 + torch.arange(1.0, n).view(1, 1, n - 1, 1).expand(B, h, n - 1, d)], 2)
+    return cache["k"], cache["v"]
+
+
+def cache_other_correct(cache, k, v):
+    cache["k"] = k if cache.get("k") is None else torch.cat((cache["k"], k), -2)
+    cache["v"] = v if cache.get("v") is None else torch.cat((cache["v"], v), -2)
+    return cache["k"], cache["v"]
+
+
+# ---- the whole Transformer --------------------------------------------------------------------
+
+class _Transformer(BASE["Transformer"]):
+    scale = True
+    mask_future = True
+    use_offset = True
+
+    def decode(self, tgt_in, memory, memory_mask, caches=None, offset=0):
+        T = tgt_in.shape[1]
+        start = offset if self.use_offset else 0
+        y = self.dropout(self.tgt_embed(tgt_in) * (math.sqrt(self.d_model) if self.scale else 1) + self.pe[start:start + T])
+        mask = causal_mask(T) if self.causal and self.mask_future and caches is None else None
+        for i, block in enumerate(self.decoder):
+            y = block(y, memory, mask, memory_mask, None if caches is None else caches[i])
+        return self.out(self.dec_norm(y))
+
+
+class TransformerNoEmbeddingScale(_Transformer):
+    scale = False
+
+
+class TransformerNoCausalMask(_Transformer):
+    mask_future = False
+
+
+class TransformerCachedPositionsFromZero(_Transformer):
+    use_offset = False
+
+
+class TransformerOtherCorrect(BASE["Transformer"]):
+    def encode(self, src, src_lengths):
+        keep = (torch.arange(src.shape[1])[None, :] < src_lengths[:, None])[:, None, None, :]
+        x = self.src_embed(src) * self.d_model ** 0.5 + self.pe[: src.shape[1]]
+        for block in self.encoder:
+            x = block(self.dropout(x) if block is self.encoder[0] else x, keep)
+        return self.enc_norm(x), keep
+
+    def decode(self, tgt_in, memory, memory_mask, caches=None, offset=0):
+        positions = torch.arange(offset, offset + tgt_in.shape[1])
+        y = self.dropout(self.tgt_embed(tgt_in) * self.d_model ** 0.5 + self.pe[positions])
+        caches = caches if caches is not None else [None] * len(self.decoder)
+        mask = None
+        if caches[0] is None and self.causal:
+            mask = positions[None, :] <= positions[:, None]
+        for block, cache in zip(self.decoder, caches):
+            y = block(y, memory, mask, memory_mask, cache)
+        return self.out(self.dec_norm(y))
+
+
+# ---- greedy decoding --------------------------------------------------------------------------
+
+def _greedy(model, src, src_lengths, max_len, use_cache=True, *, keep_eos=False, offset_zero=False, no_stop=False):
+    B = src.shape[0]
+    out, done = [[] for _ in range(B)], [False] * B
+    with torch.no_grad():
+        memory, mask = model.encode(src, src_lengths)
+        prefix = torch.full((B, 1), BOS, dtype=torch.long)
+        caches = [{} for _ in model.decoder]
+        for t in range(max_len):
+            if use_cache:
+                logits = model.decode(prefix[:, -1:], memory, mask, caches, offset=0 if offset_zero else t)
+            else:
+                logits = model.decode(prefix, memory, mask)
+            nxt = logits[:, -1].argmax(-1)
+            for b, tok in enumerate(nxt.tolist()):
+                if no_stop:
+                    out[b].append(tok)
+                elif not done[b]:
+                    if tok == EOS:
+                        done[b] = True
+                        if keep_eos:
+                            out[b].append(tok)
+                    else:
+                        out[b].append(tok)
+            prefix = torch.cat([prefix, nxt[:, None]], 1)
+    return out
+
+
+def greedy_keeps_eos(model, src, src_lengths, max_len, use_cache=True):
+    return _greedy(model, src, src_lengths, max_len, use_cache, keep_eos=True)
+
+
+def greedy_cache_positions_from_zero(model, src, src_lengths, max_len, use_cache=True):
+    return _greedy(model, src, src_lengths, max_len, use_cache, offset_zero=True)
+
+
+def greedy_never_stops(model, src, src_lengths, max_len, use_cache=True):
+    return _greedy(model, src, src_lengths, max_len, use_cache, no_stop=True)
+
+
+def greedy_first_position(model, src, src_lengths, max_len, use_cache=True):
+    B = src.shape[0]
+    out, done = [[] for _ in range(B)], [False] * B
+    with torch.no_grad():
+        memory, mask = model.encode(src, src_lengths)
+        prefix = torch.full((B, 1), BOS, dtype=torch.long)
+        for t in range(max_len):
+            nxt = model.decode(prefix, memory, mask)[:, 0].argmax(-1)
+            for b, tok in enumerate(nxt.tolist()):
+                if not done[b]:
+                    done[b] = tok == EOS
+                    if not done[b]:
+                        out[b].append(tok)
+            prefix = torch.cat([prefix, nxt[:, None]], 1)
+    return out
+
+
+def greedy_other_correct(model, src, src_lengths, max_len, use_cache=True):
+    with torch.no_grad():
+        memory, mask = model.encode(src, src_lengths)
+        tokens = [[BOS] for _ in range(src.shape[0])]
+        caches = [dict() for _ in range(len(model.decoder))]
+        alive = set(range(src.shape[0]))
+        for t in range(max_len):
+            if not alive:
+                break
+            if use_cache:
+                step = torch.tensor([[row[-1]] for row in tokens])
+                logits = model.decode(step, memory, mask, caches, t)[:, 0]
+            else:
+                logits = model.decode(torch.tensor(tokens), memory, mask)[:, t]
+            best = logits.max(-1).indices
+            for b in range(len(tokens)):
+                tokens[b].append(int(best[b]))
+                if int(best[b]) == EOS:
+                    alive.discard(b)
+    result = []
+    for row in tokens:
+        row = row[1:]
+        result.append(row[: row.index(EOS)] if EOS in row else row)
+    return result
+
+
+WRONG = [
+    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_scaled_by_dk),
+    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_softmax_over_queries),
+    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_mask_inverted),
+    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_mask_after_softmax),
+    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_hardcoded),
+    ("causal_mask_tests", "causal_mask", causal_strict),
+    ("causal_mask_tests", "causal_mask", causal_inverted),
+    ("causal_mask_tests", "causal_mask", causal_hardcoded),
+    ("padding_mask_tests", "padding_mask", padding_not_broadcast),
+    ("padding_mask_tests", "padding_mask", padding_off_by_one),
+    ("padding_mask_tests", "padding_mask", padding_inverted),
+    ("padding_mask_tests", "padding_mask", padding_hardcoded),
+    ("split_merge_heads_tests", "split_heads", split_plain_view),
+    ("split_merge_heads_tests", "merge_heads", merge_without_transpose),
+    ("split_merge_heads_tests", "split_heads", split_no_check),
+    ("split_merge_heads_tests", "split_heads", split_hardcoded),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHAScaledByDModel),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHAKeysFirst),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHANoOutProj),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHAPlainViewHeads),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHAIgnoresMask),
+    ("sinusoidal_encoding_tests", "sinusoidal_encoding", pe_concatenated),
+    ("sinusoidal_encoding_tests", "sinusoidal_encoding", pe_exponent_i_over_d),
+    ("sinusoidal_encoding_tests", "sinusoidal_encoding", pe_sin_and_cos_swapped),
+    ("sinusoidal_encoding_tests", "sinusoidal_encoding", pe_hardcoded),
+    ("EncoderBlock_tests", "EncoderBlock", EncoderPostLN),
+    ("EncoderBlock_tests", "EncoderBlock", EncoderResidualAfterNorm),
+    ("EncoderBlock_tests", "EncoderBlock", EncoderIgnoresMask),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderIgnoresCausalMask),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderCrossAttendsToItself),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderIgnoresMemoryMask),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderPostLN),
+    ("update_cache_tests", "update_cache", cache_wrong_axis),
+    ("update_cache_tests", "update_cache", cache_not_stored),
+    ("update_cache_tests", "update_cache", cache_new_first),
+    ("update_cache_tests", "update_cache", cache_hardcoded),
+    ("Transformer_tests", "Transformer", TransformerNoEmbeddingScale),
+    ("Transformer_tests", "Transformer", TransformerNoCausalMask),
+    ("Transformer_tests", "Transformer", TransformerCachedPositionsFromZero),
+    ("greedy_decode_tests", "greedy_decode", greedy_keeps_eos),
+    ("greedy_decode_tests", "greedy_decode", greedy_cache_positions_from_zero),
+    ("greedy_decode_tests", "greedy_decode", greedy_never_stops),
+    ("greedy_decode_tests", "greedy_decode", greedy_first_position),
+]
+
+RIGHT = [
+    ("scaled_dot_product_attention_tests", {"scaled_dot_product_attention": sdpa_other_correct}),
+    ("causal_mask_tests", {"causal_mask": causal_other_correct}),
+    ("padding_mask_tests", {"padding_mask": padding_other_correct}),
+    ("split_merge_heads_tests", {"split_heads": split_other_correct, "merge_heads": merge_other_correct}),
+    ("MultiHeadAttention_tests", {"MultiHeadAttention": MHAOtherCorrect}),
+    ("sinusoidal_encoding_tests", {"sinusoidal_encoding": pe_other_correct}),
+    ("EncoderBlock_tests", {"EncoderBlock": EncoderOtherCorrect}),
+    ("DecoderBlock_tests", {"DecoderBlock": DecoderOtherCorrect}),
+    ("update_cache_tests", {"update_cache": cache_other_correct}),
+    ("Transformer_tests", {"Transformer": TransformerOtherCorrect}),
+    ("greedy_decode_tests", {"greedy_decode": greedy_other_correct}),
+]
+
+(test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
+ test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)

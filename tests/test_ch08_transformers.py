@@ -1,0 +1,108 @@
+"""Chapter 8 (Transformers): the solutions against PyTorch and seqlab's reference, and the measured targets."""
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, record
+
+CHAPTER = "08-transformers"
+NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
+
+
+@pytest.fixture(scope="module")
+def ch():
+    return load_definitions(CHAPTER)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_multi_head_attention_equals_torch(ch, seed):
+    gen = torch.Generator().manual_seed(seed)
+    heads = [1, 2, 4, 8][seed % 4]
+    D = heads * (2 + seed)
+    ours = ch["MultiHeadAttention"](D, heads).eval()
+    theirs = nn.MultiheadAttention(D, heads, batch_first=True).eval()
+    state = {k: torch.randn(v.shape, generator=gen) for k, v in ours.state_dict().items()}
+    ours.load_state_dict(state)
+    theirs.load_state_dict(state)
+    B, Lq, Lk = 3, 5 + seed, 7
+    q, k, v = (torch.randn(B, n, D, generator=gen) for n in (Lq, Lk, Lk))
+    keep = torch.arange(Lk)[None, :] < torch.tensor([7, 3, 1])[:, None]
+    with torch.no_grad():
+        out, w = ours(q, k, v, keep[:, None, None, :])
+        ref_out, ref_w = theirs(q, k, v, key_padding_mask=~keep, average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(w, ref_w, atol=1e-5, rtol=1e-4)
+
+
+def test_positional_encoding_equals_seqlab_and_offsets_are_rotations(ch):
+    from seqlab.transformer import sinusoidal
+
+    pe = ch["sinusoidal_encoding"](200, 32)
+    torch.testing.assert_close(pe, sinusoidal(200, 32), atol=1e-5, rtol=1e-5)
+    # PE[p + k] is a fixed linear map of PE[p] for each offset k (a rotation per frequency pair).
+    k = 5
+    W = torch.linalg.lstsq(pe[:150].double(), pe[k:150 + k].double()).solution
+    torch.testing.assert_close(pe[150:195].double() @ W, pe[150 + k:195 + k].double(), atol=1e-4, rtol=1e-4)
+
+
+def test_notebook_model_holds_the_checkpoint_and_decodes_like_seqlab(ch):
+    from seqlab.seq2seq import greedy_search, task_data
+    from seqlab.transformer import Seq2SeqTransformer, load_seq2seq
+
+    state, src_vocab, tgt_vocab, record_ = load_seq2seq("dates")
+    model = ch["Transformer"](**record_["config"]).eval()
+    model.load_state_dict(state)
+    reference = Seq2SeqTransformer(**record_["config"]).eval()
+    reference.load_state_dict(state)
+    pairs = task_data("dates", "test")[:64]
+    ids = [src_vocab.encode(list(p.source)) for p in pairs]
+    src = torch.zeros(len(ids), max(map(len, ids)), dtype=torch.long)
+    for b, row in enumerate(ids):
+        src[b, :len(row)] = torch.tensor(row)
+    lengths = torch.tensor([len(r) for r in ids])
+    ours = ch["greedy_decode"](model, src, lengths, 12, use_cache=True)
+    with torch.no_grad():
+        theirs = greedy_search(reference.step, reference.start(src, lengths), len(ids), max_len=12)
+    assert [list(map(int, r)) for r in ours] == theirs
+    assert ch["greedy_decode"](model, src, lengths, 12, use_cache=False) == ours
+    assert np.mean(["".join(tgt_vocab.decode(r)) == p.target for r, p in zip(ours, pairs)]) > 0.9
+
+
+def results_of(nb):
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream" and "RESULTS " in output.text:
+                return json.loads(re.search(r"RESULTS (\{.*\})", output.text).group(1))
+    raise AssertionError("the notebook printed no RESULTS line")
+
+
+@pytest.mark.slow
+def test_learner_mode_reaches_the_targets():
+    nb, seconds = execute(NOTEBOOK, grading=False)
+    problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c)]
+    assert not problems, problems
+    r = results_of(nb)
+    record("ch08", **r)
+    record("ch08_timing", notebook_seconds=round(seconds, 1))
+    assert seconds < LEARNER_BUDGET_S, f"the notebook took {seconds:.0f} s"
+    # At least 99% exact match on the unambiguous test dates, and at least chapter 6's GRU.
+    assert r["dates_exact_match"] >= 0.99 and r["dates_exact_match"] >= r["gru_dates_exact_match"], r
+    # Faster per epoch than the recurrent model, measured in the same cell on the same batches.
+    assert r["seconds_per_epoch"]["transformer_now"] < r["seconds_per_epoch"]["gru_now"], r
+    # The numbers: accuracy does not fall with length (8-9 digits within 5 points of 3-4 digits).
+    by = {int(d): v[1] for d, v in r["numbers_by_digits"].items()}
+    assert np.mean([by[d] for d in (8, 9)]) >= np.mean([by[d] for d in (3, 4)]) - 0.05, by
+    # The leak: a much lower training loss without the causal mask, and generation that fails.
+    leak_on, leak_off = r["leak"]["True"], r["leak"]["False"]
+    assert leak_off["loss"] < 0.5 * leak_on["loss"] and leak_off["generated"] < 0.2, r["leak"]
+    # The cache gives the same tokens and is faster at the longest length.
+    T, plain, cached, same = r["cache"][-1]
+    assert all(row[3] for row in r["cache"]) and plain > 1.5 * cached, r["cache"]
+    # The LM: the checkpoint scored in the notebook reproduces its record.
+    assert abs(r["lm_test_perplexity_here"] - r["lm_record_test_perplexity"]) < 1.0, r
