@@ -430,8 +430,10 @@ def train_seq2seq(args) -> int:
     torch.manual_seed(args.seed)
     model = Seq2SeqTransformer(len(src_vocab), len(tgt_vocab), args.d_model, args.heads, args.layers, args.d_ff,
                                args.dropout)
+    cpu_start = time.process_time()
     history = train(model, data, args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, plot=False,
                     threads=args.threads)
+    cpu_seconds = time.process_time() - cpu_start  # processor time: less sensitive to a shared machine's load
     model.load_state_dict({k: v.float() for k, v in _half(model).items()})  # score the weights that are stored
     dev = task_data(args.task, "dev")
     dev_match = exact_match(decode(model, [p.source for p in dev], src_vocab, tgt_vocab, src_tokens, join=join),
@@ -442,6 +444,8 @@ def train_seq2seq(args) -> int:
         "config": model.config, "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
         "threads": torch.get_num_threads(), "train_pairs": len(data), "seconds": round(history["seconds"], 1),
         "seconds_per_epoch": round(history["seconds_per_epoch"], 1),
+        "cpu_seconds_per_epoch": round(cpu_seconds / len(history["epoch_loss"]), 1),
+        "load_average": [round(x, 2) for x in __import__("os").getloadavg()],
         "epoch_loss": [round(x, 4) for x in history["epoch_loss"]], "dev_exact_match_greedy": round(dev_match, 4),
         "torch": torch.__version__, "src_vocab": src_vocab.tokens, "tgt_vocab": tgt_vocab.tokens,
     }
