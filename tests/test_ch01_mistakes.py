@@ -287,6 +287,57 @@ def sample_other_correct(prob, vocab, n, rng, max_len=40):
     return out
 
 
+# ---- the classes of bugs of issue 14: inputs changed in place, boundaries, numerics at scale ------
+
+def counts_pad_in_place(sentences, n):
+    """Appends </s> to the caller's sentences, and never takes it off again."""
+    counts = defaultdict(Counter)
+    for sentence in sentences:
+        sentence.append(EOS)
+        padded = [BOS] * (n - 1) + sentence
+        for t in range(n - 1, len(padded)):
+            counts[tuple(padded[t - n + 1:t])][padded[t]] += 1
+    return dict(counts)
+
+
+def logprob_as_product(prob, sentence, n):
+    """Multiplies the probabilities and takes one log at the end: underflows on long sentences."""
+    padded = [BOS] * (n - 1) + list(sentence) + [EOS]
+    product = 1.0
+    for t in range(n - 1, len(padded)):
+        product *= prob(padded[t], tuple(padded[t - n + 1:t]))
+    return math.log2(product) if product > 0 else -math.inf
+
+
+def continuation_destroys_input(counts):
+    """Right counts, but it empties the caller's Counters on the way."""
+    result = defaultdict(Counter)
+    for context, followers in counts.items():
+        for word in list(followers):
+            if followers.pop(word) > 0:
+                result[context[1:]][word] += 1
+    return dict(result)
+
+
+def kn_unseen_jumps_to_unigram(word, context, kn_tables, discount=0.75):
+    """An unseen context backs off straight to the unigram, skipping a shorter context that was seen."""
+    if context and kn_tables[len(context)].total.get(context, 0) == 0:
+        return BASE["kn_prob"](word, (), kn_tables[:1], discount)
+    table = kn_tables[len(context)]
+    if not context:
+        return table.count((), word) / table.total[()]
+    lower = kn_unseen_jumps_to_unigram(word, context[1:], kn_tables, discount)
+    total = table.total[context]
+    return (max(table.count(context, word) - discount, 0.0) + discount * table.distinct[context] * lower) / total
+
+
+def sample_removes_bos_from_vocab(prob, vocab, n, rng, max_len=40):
+    """Takes <s> out of the caller's vocabulary list."""
+    if BOS in vocab:
+        vocab.remove(BOS)
+    return BASE["sample_sentence"](prob, vocab, n, rng, max_len)
+
+
 WRONG = [
     ("build_vocab_tests", "build_vocab", vocab_hardcoded),
     ("build_vocab_tests", "build_vocab", vocab_strictly_greater),
@@ -310,6 +361,11 @@ WRONG = [
     ("sample_sentence_tests", "sample_sentence", sample_keeps_eos),
     ("sample_sentence_tests", "sample_sentence", sample_global_rng),
     ("sample_sentence_tests", "sample_sentence", sample_frozen_context),
+    ("count_ngrams_tests", "count_ngrams", counts_pad_in_place),
+    ("perplexity_tests", "sentence_logprob", logprob_as_product),
+    ("continuation_counts_tests", "continuation_counts", continuation_destroys_input),
+    ("kn_prob_tests", "kn_prob", kn_unseen_jumps_to_unigram),
+    ("sample_sentence_tests", "sample_sentence", sample_removes_bos_from_vocab),
 ]
 
 RIGHT = [
@@ -326,3 +382,23 @@ RIGHT = [
 
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
+
+
+# ---- the new classes are caught by a check message that names them ------------------------------
+
+import pytest  # noqa: E402
+
+from seqlab.check import CheckFailed  # noqa: E402
+
+
+@pytest.mark.parametrize("grade_id, name, variant, words", [
+    ("count_ngrams_tests", "count_ngrams", counts_pad_in_place, "in place"),
+    ("perplexity_tests", "sentence_logprob", logprob_as_product, "underflows"),
+    ("continuation_counts_tests", "continuation_counts", continuation_destroys_input, "in place"),
+    ("kn_prob_tests", "kn_prob", kn_unseen_jumps_to_unigram, "context[1:]"),
+    ("sample_sentence_tests", "sample_sentence", sample_removes_bos_from_vocab, "in place"),
+], ids=lambda v: getattr(v, "__name__", "") if callable(v) else None)
+def test_hidden_tests_name_the_class_of_the_bug(grade_id, name, variant, words):
+    with pytest.raises(CheckFailed) as failure:
+        CELLS.run(grade_id, **{name: variant})
+    assert words in str(failure.value), str(failure.value)

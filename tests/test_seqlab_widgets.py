@@ -67,3 +67,15 @@ def test_next_word_explorer_rejects_bad_models():
         next_word_explorer({}, VOCAB)
     with pytest.raises(ValueError, match="orders"):
         next_word_explorer({"a": {2: bigram}, "b": {3: bigram}}, VOCAB)
+
+
+def test_next_word_explorer_shows_each_models_note():
+    seen = []
+
+    def note(context, n):
+        seen.append((context, n))
+        return f"back-off mass {0.25:.2f}"
+
+    box = next_word_explorer({"toy": {2: bigram}, "same": {2: bigram}}, VOCAB, initial_context="the", notes={"toy": note})
+    box.children[0].children[0].value = "cat"
+    assert seen == [(("the",), 2), (("cat",), 2)], "one note per redraw, for the model named, with the context"

@@ -108,11 +108,14 @@ def next_word_explorer(
     top_k: int = 10,
     bos: str = "<s>",
     unk: str = "<unk>",
+    notes: Mapping[str, Callable[[tuple[str, ...], int], str]] | None = None,
 ) -> widgets.VBox:
-    """Type a context, see the ``top_k`` next tokens under each model (one panel a model).
+    """Type a context, see the ``top_k`` next tokens under each model (one panel a model, one
+    probability axis shared by all panels).
 
     ``models`` maps a model's name to ``{n: prob}``, with ``prob(word, context)`` the
-    model of order ``n``; every model must offer the same orders.
+    model of order ``n``; every model must offer the same orders. ``notes`` maps a model's name
+    to ``note(context, n)``, a line of text shown in its panel (for example Kneser-Ney's back-off mass).
     """
     if not models:
         raise ValueError("next_word_explorer needs at least one model")
@@ -126,7 +129,9 @@ def next_word_explorer(
 
     def draw(text: str, n: int, k: int) -> Figure:
         context = context_from_text(text, n, vocab, bos=bos, unk=unk)
-        figure, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 0.3 * k + 1.6), squeeze=False)
+        figure, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 0.3 * k + 1.8), squeeze=False,
+                                    sharex=True)
+        largest = 0.0
         for ax, (name, by_order) in zip(axes[0], models.items()):
             best = [(w, p) for w, p in top_next_words(by_order[n], context, candidates, k) if p > 0]
             if best:
@@ -134,11 +139,15 @@ def next_word_explorer(
                 bars = ax.barh(range(len(words)), probs)
                 ax.bar_label(bars, fmt="%.2g", fontsize=8, padding=2)
                 ax.set_yticks(range(len(words)), words)
-                ax.set_xlim(0, max(probs) * 1.3)
+                largest = max(largest, max(probs))
             else:
                 ax.text(0.5, 0.5, "no prediction:\ncontext never seen", ha="center", va="center", transform=ax.transAxes)
                 ax.set_yticks([])
+            if notes and name in notes:
+                ax.text(0.98, 0.02, notes[name](context, n), ha="right", va="bottom", fontsize=8, transform=ax.transAxes,
+                        bbox={"facecolor": "white", "edgecolor": "0.8", "alpha": 0.9})
             ax.set(title=name, xlabel="P(word | context)")
+        axes[0][0].set_xlim(0, max(largest, 1e-3) * 1.3)  # one scale for all panels: the bars compare across models
         figure.suptitle(f"n = {n}, context = ({' '.join(context)})")
         figure.tight_layout()
         return figure
