@@ -49,31 +49,60 @@ def wait_for_kernel(page, seconds: float = 120) -> None:
     """
     deadline = time.time() + seconds
     while time.time() < deadline:
-        dialog = page.locator(".jp-Dialog")
-        if dialog.count() and "Select Kernel" in dialog.first.inner_text():
-            page.locator(".jp-Dialog .jp-mod-accept").first.click()
+        accept_kernel_dialog(page)
         if page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count():
             return
         page.wait_for_timeout(500)
     raise TimeoutError("the notebook's kernel did not become idle")
 
 
-def run_all_cells(page) -> None:
-    """Run > Run All Cells, the same menu in JupyterLab and Notebook 7."""
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_text("Run All Cells", exact=True).click()
+def accept_kernel_dialog(page) -> None:
+    """Accept the "Select Kernel" dialog (the default kernel) where the front end shows it."""
+    dialog = page.locator(".jp-Dialog")
+    if not dialog.count():
+        return
+    text = dialog.first.inner_text()
+    if "Kernel" not in text:
+        raise AssertionError(f"the front end shows a dialog: {text[:300]!r}")
+    page.locator(".jp-Dialog .jp-mod-accept").first.click()
+    page.wait_for_timeout(500)
 
 
-def wait_until_idle(page, seconds: float = 180) -> None:
-    """Wait until no cell is queued or running (their prompt shows [*])."""
+def run_all_cells(page, attempts: int = 3) -> None:
+    """Run > Run All Cells, the same menu in JupyterLab and Notebook 7.
+
+    A front end whose kernel is still connecting can take the click and run nothing, silently:
+    click again until some cell is queued or has run.
+    """
+    for _ in range(attempts):
+        accept_kernel_dialog(page)
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_text("Run All Cells", exact=True).click()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            accept_kernel_dialog(page)
+            if any(p.strip() not in ("", "[ ]:") for p in code_prompts(page)):
+                return
+            page.wait_for_timeout(500)
+    raise TimeoutError("Run All Cells ran nothing")
+
+
+def code_prompts(page) -> list[str]:
+    return page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+
+
+def wait_until_idle(page, seconds: float = 240) -> None:
+    """Wait until every code cell has run (its prompt shows a number), or one failed."""
     deadline = time.time() + seconds
     page.wait_for_timeout(1000)
     while time.time() < deadline:
-        prompts = page.locator(".jp-InputPrompt").all_inner_texts()
-        if prompts and not any("*" in p for p in prompts):
+        prompts = code_prompts(page)
+        running = any("*" in p for p in prompts)
+        all_ran = prompts and all(p.strip().startswith("[") and p.strip()[1:-2].strip().isdigit() for p in prompts)
+        if not running and (all_ran or error_outputs(page)):
             return
         page.wait_for_timeout(500)
-    raise TimeoutError("cells were still running")
+    raise TimeoutError("cells were still running, or some never ran")
 
 
 def error_outputs(page) -> list[str]:
