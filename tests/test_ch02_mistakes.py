@@ -498,6 +498,15 @@ def bw_other_correct(log_pi, log_A, log_B, sequences):
     return new_pi / len(sequences), xi_sum / xi_sum.sum(1, keepdims=True), emit / emit.sum(1, keepdims=True), float(total)
 
 
+# ---- the classes of bugs of issue 14: inputs changed in place ----------------------------------
+
+def posteriors_in_place(log_alpha, log_beta):
+    """Right numbers, but it adds log_beta into the caller's log_alpha to save memory."""
+    log_alpha += log_beta
+    log_alpha -= BASE["logsumexp"](log_alpha, axis=1)[:, None]
+    return np.exp(log_alpha)
+
+
 WRONG = [
     ("sample_hmm_tests", "sample_hmm", sample_hardcoded),
     ("sample_hmm_tests", "sample_hmm", sample_emits_from_previous_state),
@@ -538,6 +547,7 @@ WRONG = [
     ("baum_welch_step_tests", "baum_welch_step", bw_emissions_with_fancy_index),
     ("baum_welch_step_tests", "baum_welch_step", bw_A_divided_by_visits_of_all_steps),
     ("baum_welch_step_tests", "baum_welch_step", bw_log_likelihood_of_new_parameters),
+    ("state_posteriors_tests", "state_posteriors", posteriors_in_place),
 ]
 
 RIGHT = [
@@ -553,3 +563,42 @@ RIGHT = [
 
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
+
+
+# ---- the visible tests alone catch the classic mistakes, with a message that names them ---------
+
+import pytest  # noqa: E402
+
+from seqlab.check import CheckFailed  # noqa: E402
+
+VISIBLE = [
+    ("viterbi_tests", "viterbi", viterbi_greedy, "without back-tracking"),
+    ("baum_welch_step_tests", "baum_welch_step", bw_xi_not_divided_by_likelihood, "xi not divided by P(O)"),
+]
+
+
+def run_visible(grade_id, **replacements):
+    """Only the visible part of a test cell: what a self-learner sees."""
+    source = CELLS.sources[grade_id].split("### BEGIN HIDDEN TESTS")[0]
+    exec(compile(source, grade_id + " (visible)", "exec"), {**CELLS.base, **CELLS.earlier[grade_id], **replacements})
+
+
+@pytest.mark.parametrize("grade_id, name, variant, words", VISIBLE, ids=[v.__name__ for _, _, v, _ in VISIBLE])
+def test_visible_tests_name_the_classic_mistake(grade_id, name, variant, words):
+    with pytest.raises(CheckFailed) as failure:
+        run_visible(grade_id, **{name: variant})
+    assert words in str(failure.value), str(failure.value)
+
+
+@pytest.mark.parametrize("grade_id, name", [(g, n) for g, n, _, _ in VISIBLE])
+def test_visible_tests_pass_the_solution(grade_id, name):
+    run_visible(grade_id)
+
+
+@pytest.mark.parametrize("grade_id, name, variant, words", [
+    ("state_posteriors_tests", "state_posteriors", posteriors_in_place, "in place"),
+], ids=lambda v: getattr(v, "__name__", "") if callable(v) else None)
+def test_hidden_tests_name_the_class_of_the_bug(grade_id, name, variant, words):
+    with pytest.raises(CheckFailed) as failure:
+        CELLS.run(grade_id, **{name: variant})
+    assert words in str(failure.value), str(failure.value)
