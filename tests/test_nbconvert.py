@@ -1,37 +1,25 @@
 """Every chapter's solution notebook, run the way a learner or a CI runs it: `jupyter nbconvert --execute`.
 
-``course.execute`` drives nbclient inside the pytest process; this runs the command-line tool in a
-subprocess, with the venv's ``jupyter`` first on PATH (as ``make`` or an activated venv has it), from
-the repository root, in learner mode (no ``NBGRADER_EXECUTION``), and writes to a temporary folder.
+``course.learner_run`` runs the command-line tool in a subprocess, with the venv's ``jupyter`` first on
+PATH (as ``make`` or an activated venv has it), from the repository root, in learner mode (no
+``NBGRADER_EXECUTION``), once per notebook per session: the budget test and the chapters' result
+tests read the same run.
 Issue 14: chapters 2 and 3 stopped at their long cells until the cell timeout under nbconvert.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from course import LEARNER_BUDGET_S, REPO, errors_of, record, solution_notebooks
+from course import LEARNER_BUDGET_S, errors_of, learner_environment, learner_run, record, solution_notebooks
 
 SOLUTIONS = solution_notebooks()
 SCRIPTS = Path(sys.executable).parent
-CELL_TIMEOUT_S = LEARNER_BUDGET_S  # one cell longer than the whole notebook's budget has failed anyway
-BACKSTOP_S = 3 * LEARNER_BUDGET_S  # the whole command; nbconvert's own cell timeout should come first
-
-
-def learner_environment() -> dict[str, str]:
-    env = dict(os.environ, PATH=os.pathsep.join([str(SCRIPTS), os.environ.get("PATH", "")]))
-    env.pop("NBGRADER_EXECUTION", None)  # a learner's run: full-sized cells
-    env.pop("MPLBACKEND", None)  # as in a learner's shell: the kernel chooses the inline backend
-    return env
 
 
 def timing(nb) -> dict:
@@ -55,26 +43,18 @@ def timing(nb) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
-def test_nbconvert_execute_runs_clean_within_budget(path, tmp_path):
-    env = learner_environment()
-    jupyter = shutil.which("jupyter", path=env["PATH"])
+def test_nbconvert_execute_runs_clean_within_budget(path):
+    jupyter = shutil.which("jupyter", path=learner_environment()["PATH"])
     assert jupyter and Path(jupyter).parent == SCRIPTS, f"`jupyter` on PATH is {jupyter}, not the venv's"
-    command = ["jupyter", "nbconvert", "--to", "notebook", "--execute", str(path.relative_to(REPO)),
-               "--output-dir", str(tmp_path), f"--ExecutePreprocessor.timeout={CELL_TIMEOUT_S}"]
-    start = time.perf_counter()
-    try:
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=BACKSTOP_S)
-    except subprocess.TimeoutExpired:  # the kernel exits by itself once nbconvert, its parent, is gone
-        pytest.fail(f"`{' '.join(command)}` still ran after {BACKSTOP_S} s")
-    seconds = time.perf_counter() - start
-    assert done.returncode == 0, (f"`{' '.join(command)}` failed (exit {done.returncode}) after {seconds:.0f} s:\n"
-                                  + done.stderr[-3000:])
-    nb = nbformat.read(tmp_path / path.name, as_version=4)
+    run = learner_run(path)  # the same run the chapter's own result tests read
+    command = " ".join(run.command)
+    assert run.returncode == 0, f"`{command}` failed (exit {run.returncode}) after {run.seconds:.0f} s:\n{run.stderr[-3000:]}"
+    nb = run.notebook
     code = [(i, cell) for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and cell.source.strip()]
     unexecuted = [i for i, cell in code if cell.get("execution_count") is None]
     assert not unexecuted, f"code cells nbconvert did not execute: {unexecuted}"
     failures = [(i, errors_of(cell)) for i, cell in code if errors_of(cell)]
     assert not failures, f"cells with errors or stderr output: {failures}"
     figures = timing(nb)
-    record(f"nbconvert-{path.stem}", seconds=round(seconds, 1), budget=LEARNER_BUDGET_S, **figures)
-    assert seconds <= LEARNER_BUDGET_S, f"{path.name} took {seconds:.0f} s under nbconvert (budget {LEARNER_BUDGET_S} s): {figures}"
+    record(f"nbconvert-{path.stem}", seconds=round(run.seconds, 1), budget=LEARNER_BUDGET_S, **figures)
+    assert run.seconds <= LEARNER_BUDGET_S, f"{path.name} took {run.seconds:.0f} s under nbconvert (budget {LEARNER_BUDGET_S} s): {figures}"
