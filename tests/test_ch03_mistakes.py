@@ -375,6 +375,130 @@ def sample_other_correct(model, rng, temperature=1.0, max_len=20):
     return out
 
 
+
+def clip_reads_generator_twice(parameters, max_norm):
+    """Right for a list; with a generator (model.parameters()) the second pass finds nothing to rescale."""
+    norm = math.sqrt(sum(float((p.grad ** 2).sum()) for p in parameters if p.grad is not None))
+    if norm > max_norm:
+        for p in parameters:
+            if p.grad is not None:
+                p.grad.mul_(max_norm / norm)
+    return norm
+
+
+# ---- the classes of bugs of issue 14 -----------------------------------------------------------
+
+def one_hot_T_is_max_len(strings, alphabet, max_len=None):
+    """Pads every batch to max_len, even when every string is shorter."""
+    X, lengths = BASE["one_hot_batch"](strings, alphabet, max_len)
+    if max_len is not None and X.shape[1] < max_len:
+        X = np.concatenate([X, np.zeros((X.shape[0], max_len - X.shape[1], X.shape[2]), np.float32)], axis=1)
+    return X, lengths
+
+
+def one_hot_lower_cases(strings, alphabet, max_len=None):
+    """Lower-cases the strings, although the docstring says the caller does."""
+    return BASE["one_hot_batch"]([s.lower() for s in strings], alphabet, max_len)
+
+
+def cell_batch_max(x_t, a_prev, params):
+    """Subtracts the maximum of the whole batch instead of each row's: NaN when rows are far apart."""
+    a_next = np.tanh(a_prev @ params["W_aa"].T + x_t @ params["W_ax"].T + params["b_a"])
+    z = a_next @ params["W_ya"].T + params["b_y"]
+    e = np.exp(z - z.max())
+    with np.errstate(invalid="ignore"):
+        return a_next, e / e.sum(axis=1, keepdims=True)
+
+
+def forward_normalises_X_in_place(X, a0, params):
+    """Works, but scales the caller's X in place (here: makes it float64 by a trick that writes into it)."""
+    X *= 1.0 + 1e-3
+    X /= 1.0 + 1e-3
+    X[:] = np.round(X, 3)
+    return BASE["rnn_forward"](X, a0, params)
+
+
+class ClassifierNoEmbeddingDropout(_ClassifierBase):
+    """Dropout on the final state only, not on the embedded symbols."""
+
+    def forward(self, ids, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(ids), lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        return self.out(self.dropout(self.rnn(packed)[1][0]))
+
+
+class ClassifierDropoutOnLogits(_ClassifierBase):
+    """Dropout on the embedded symbols and on the logits, instead of on the final state."""
+
+    def forward(self, ids, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.dropout(self.embed(ids)), lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        return self.dropout(self.out(self.rnn(packed)[1][0]))
+
+
+def sample_zero_temperature_by_accident(model, rng, temperature=1.0, max_len=20):
+    """No check of its own: temperature 0 fails only later, by accident (a NaN probability in rng.choice)."""
+    if temperature < 0:
+        raise ValueError("temperature must be positive")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _sample(model, rng, temperature, max_len, check=False)
+
+
+
+# ---- WindowLM ----------------------------------------------------------------------------------
+
+class _WindowBase(nn.Module):
+    def __init__(self, context=3, embed_size=16, hidden_size=128, n_symbols=len(LM_ALPHABET)):
+        super().__init__()
+        self.context = context
+        self.embed = nn.Embedding(n_symbols, embed_size)
+        self.hidden = nn.Linear(context * embed_size, hidden_size)
+        self.out = nn.Linear(hidden_size, n_symbols)
+
+    def _mlp(self, windows):  # windows (B, T, context)
+        B, T, _ = windows.shape
+        return self.out(torch.tanh(self.hidden(self.embed(windows).reshape(B, T, -1))))
+
+
+class WindowLooksAhead(_WindowBase):
+    """Pads on the right: position t sees inputs t .. t + context - 1, the future."""
+
+    def forward(self, ids):
+        return self._mlp(F.pad(ids, (0, self.context - 1)).unfold(1, self.context, 1))
+
+
+class WindowWithoutCurrentInput(_WindowBase):
+    """The window ends at input t - 1: it never sees the character it was just given."""
+
+    def forward(self, ids):
+        return self._mlp(F.pad(ids, (self.context, 0))[:, :-1].unfold(1, self.context, 1))
+
+
+class WindowNewestFirst(_WindowBase):
+    """Concatenates the window newest first, against the specification."""
+
+    def forward(self, ids):
+        return self._mlp(F.pad(ids, (self.context - 1, 0)).unfold(1, self.context, 1).flip(-1))
+
+
+class WindowOtherCorrect(nn.Module):
+    """Builds each window by shifting the whole sequence, one shift per position in the window."""
+
+    def __init__(self, context=3, embed_size=16, hidden_size=128, n_symbols=len(LM_ALPHABET)):
+        super().__init__()
+        self.context = context
+        self.embed = nn.Embedding(n_symbols, embed_size)
+        self.hidden = nn.Linear(context * embed_size, hidden_size)
+        self.out = nn.Linear(hidden_size, n_symbols)
+
+    def forward(self, ids):
+        T = ids.shape[1]
+        shifted = [torch.cat([torch.zeros_like(ids[:, :s]), ids[:, :T - s]], dim=1) if s else ids
+                   for s in range(self.context - 1, -1, -1)]  # oldest first: shift k-1, ..., 0
+        x = torch.cat([self.embed(s) for s in shifted], dim=-1)  # (B, T, context * D)
+        return self.out(torch.tanh(self.hidden(x)))
+
+
 WRONG = [
     ("one_hot_batch_tests", "one_hot_batch", one_hot_hardcoded),
     ("one_hot_batch_tests", "one_hot_batch", one_hot_ignores_max_len),
@@ -404,6 +528,16 @@ WRONG = [
     ("sample_name_tests", "sample_name", sample_multiplies_by_temperature),
     ("sample_name_tests", "sample_name", sample_input_not_fed_back),
     ("sample_name_tests", "sample_name", sample_state_not_carried),
+    ("one_hot_batch_tests", "one_hot_batch", one_hot_T_is_max_len),
+    ("one_hot_batch_tests", "one_hot_batch", one_hot_lower_cases),
+    ("rnn_cell_forward_tests", "rnn_cell_forward", cell_batch_max),
+    ("NameClassifier_tests", "NameClassifier", ClassifierNoEmbeddingDropout),
+    ("NameClassifier_tests", "NameClassifier", ClassifierDropoutOnLogits),
+    ("sample_name_tests", "sample_name", sample_zero_temperature_by_accident),
+    ("WindowLM_tests", "WindowLM", WindowLooksAhead),
+    ("WindowLM_tests", "WindowLM", WindowWithoutCurrentInput),
+    ("WindowLM_tests", "WindowLM", WindowNewestFirst),
+    ("clip_gradients__tests", "clip_gradients_", clip_reads_generator_twice),
 ]
 
 RIGHT = [
@@ -416,8 +550,58 @@ RIGHT = [
     ("train_step_tests", {"train_step": step_other_correct}),
     ("masked_lm_loss_tests", {"masked_lm_loss": loss_other_correct}),
     ("sample_name_tests", {"sample_name": sample_other_correct}),
+    ("WindowLM_tests", {"WindowLM": WindowOtherCorrect}),
 ]
 
 
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
+
+
+# ---- the visible tests alone catch the classic mistakes, with a message that names them ---------
+
+import pytest  # noqa: E402
+
+from seqlab.check import CheckFailed  # noqa: E402
+
+VISIBLE = [
+    ("train_step_tests", "train_step", step_without_zero_grad, "without zero_grad"),
+    ("masked_lm_loss_tests", "masked_lm_loss", loss_per_sequence, "averaged per sequence instead of per token"),
+    ("sample_name_tests", "sample_name", sample_ignores_temperature, "ignores its temperature"),
+    ("sample_name_tests", "sample_name", sample_multiplies_by_temperature, "temperature"),
+    ("WindowLM_tests", "WindowLM", WindowLooksAhead, "never look ahead"),
+    ("WindowLM_tests", "WindowLM", WindowWithoutCurrentInput, "ends with input t itself"),
+]
+
+
+def run_visible(grade_id, **replacements):
+    """Only the visible part of a test cell: what a self-learner sees."""
+    source = CELLS.sources[grade_id].split("### BEGIN HIDDEN TESTS")[0]
+    exec(compile(source, grade_id + " (visible)", "exec"), {**CELLS.base, **CELLS.earlier[grade_id], **replacements})
+
+
+@pytest.mark.parametrize("grade_id, name, variant, words", VISIBLE, ids=[v.__name__ for _, _, v, _ in VISIBLE])
+def test_visible_tests_name_the_classic_mistake(grade_id, name, variant, words):
+    with pytest.raises(CheckFailed) as failure:
+        run_visible(grade_id, **{name: variant})
+    assert words in str(failure.value), str(failure.value)
+
+
+@pytest.mark.parametrize("grade_id", sorted({g for g, _, _, _ in VISIBLE}))
+def test_visible_tests_pass_the_solution(grade_id):
+    run_visible(grade_id)
+
+
+@pytest.mark.parametrize("grade_id, name, variant, words", [
+    ("one_hot_batch_tests", "one_hot_batch", one_hot_T_is_max_len, "longer than every string"),
+    ("one_hot_batch_tests", "one_hot_batch", one_hot_lower_cases, "upper-case"),
+    ("rnn_cell_forward_tests", "rnn_cell_forward", cell_batch_max, "thousands apart"),
+    ("NameClassifier_tests", "NameClassifier", ClassifierNoEmbeddingDropout, "embedded symbols"),
+    ("NameClassifier_tests", "NameClassifier", ClassifierDropoutOnLogits, "dropout"),
+    ("sample_name_tests", "sample_name", sample_zero_temperature_by_accident, "temperature=0"),
+    ("clip_gradients__tests", "clip_gradients_", clip_reads_generator_twice, "read only once"),
+], ids=lambda v: getattr(v, "__name__", "") if callable(v) else None)
+def test_hidden_tests_name_the_class_of_the_bug(grade_id, name, variant, words):
+    with pytest.raises(CheckFailed) as failure:
+        CELLS.run(grade_id, **{name: variant})
+    assert words in str(failure.value), str(failure.value)

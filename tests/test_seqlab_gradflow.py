@@ -10,7 +10,7 @@ import torch
 matplotlib.use("Agg")
 
 from seqlab.gradflow import (CELLS, draw_gradient_flow, eigenvalue_curve, gradient_flow_widget, gradient_norms,
-                             recurrent_matrix)
+                             recurrent_matrix, tanh_derivatives)
 
 
 @pytest.mark.parametrize("scale", [0.8, 1.0, 1.25])
@@ -35,6 +35,20 @@ def test_tanh_never_exceeds_the_linear_bound():
         norms = gradient_norms(40, scale, "tanh")
         assert np.all(norms <= eigenvalue_curve(40, scale) * (1 + 1e-9))
     assert gradient_norms(40, 1.0, "tanh")[0] < 1e-3  # it vanishes at radius 1
+
+
+def test_tanh_derivatives_are_the_jacobian_factors_of_the_same_network():
+    # with one step back, dL/dh_{T-1} = W^T diag(tanh'_T) u: its norm is bounded by radius * max tanh'
+    for scale in (1.0, 1.5):
+        d = tanh_derivatives(60, scale)
+        assert d.shape == (60, 32) and np.all((d > 0) & (d <= 1))
+        norms = gradient_norms(60, scale, "tanh")
+        assert norms[-2] <= scale * d[-1].max() * norms[-1] * (1 + 1e-9)
+    # a larger radius saturates the units: smaller tanh' on average, yet a larger product radius * mean
+    assert tanh_derivatives(60, 1.5).mean() < tanh_derivatives(60, 1.0).mean()
+    assert 1.5 * tanh_derivatives(60, 1.5).mean() > 1.0 * tanh_derivatives(60, 1.0).mean()
+    with pytest.raises(ValueError):
+        tanh_derivatives(0, 1.0)
 
 
 @pytest.mark.parametrize("cell", CELLS)
@@ -73,21 +87,35 @@ def test_errors_say_what_is_wrong(kwargs, message):
         recurrent_matrix(0, 1.0)
 
 
-def test_figure_has_two_labelled_log_panels():
+def test_figure_shows_measurement_and_theory_on_one_labelled_log_axis():
     figure = draw_gradient_flow(30, 1.1, "tanh", "RNN")
-    left, right = figure.axes
-    for ax in (left, right):
-        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_yscale() == "log"
+    (ax,) = figure.axes
+    assert ax.get_xlabel() and "a^{\\langle t \\rangle}" in ax.get_ylabel() and ax.get_yscale() == "log"
+    assert len(ax.get_lines()) == 4  # measured, eigenvalue view, singular-value bound, the line at 1
+    assert "mean tanh'" in ax.get_title()
+    matplotlib.pyplot.close(figure)
+    with pytest.raises(ValueError, match="matrix must be one of"):
+        draw_gradient_flow(10, 1.0, matrix="symmetric")
+
+
+def test_non_normal_matrix_keeps_the_radius_and_has_a_larger_norm():
+    w = recurrent_matrix(16, 0.9, seed=2, normal=False).numpy()
+    np.testing.assert_allclose(np.abs(np.linalg.eigvals(w)), 0.9, rtol=0.01)  # repeated eigenvalues: computed to ~1e-3
+    assert np.linalg.norm(w, 2) > 1.2
+    # the linear RNN with this matrix: the gradient first grows, although every |lambda| < 1
+    norms = gradient_norms(40, 0.9, "linear", normal=False)
+    assert norms[:-1].max() > norms[-1]
+    figure = draw_gradient_flow(20, 0.9, "linear", "RNN", matrix="non-normal")
     matplotlib.pyplot.close(figure)
 
 
 def test_widget_builds_and_redraws_fast():
     widget = gradient_flow_widget()
     controls = widget.children[0].children
-    assert [c.description for c in controls] == ["length T", "radius |λ|", "nonlinearity", "cell"]
+    assert [c.description for c in controls] == ["length T", "radius |λ|", "nonlinearity", "cell", "W_aa"]
     start = time.perf_counter()
-    for value, control in zip([120, 1.2, "relu", "LSTM"], controls):
+    for value, control in zip([120, 1.2, "relu", "LSTM", "non-normal"], controls):
         control.value = value
-    per_change = (time.perf_counter() - start) / 4
+    per_change = (time.perf_counter() - start) / 5
     assert per_change < 0.8, f"a redraw took {per_change:.2f} s"
-    assert len(gradient_flow_widget(forget_bias=True).children[0].children) == 5
+    assert len(gradient_flow_widget(forget_bias=True).children[0].children) == 6

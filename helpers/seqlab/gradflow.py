@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["CELLS", "NONLINEARITIES", "recurrent_matrix", "gradient_norms", "eigenvalue_curve", "cell_comparison",
+__all__ = ["CELLS", "NONLINEARITIES", "recurrent_matrix", "gradient_norms", "tanh_derivatives", "eigenvalue_curve",
+           "cell_comparison", "MATRICES",
            "draw_cell_comparison", "cell_comparison_widget",
            "draw_gradient_flow", "gradient_flow_widget"]
 
@@ -26,14 +27,23 @@ NONLINEARITIES = ("tanh", "relu", "linear")
 _ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "linear": lambda z: z}
 
 
-def recurrent_matrix(hidden: int, scale: float, seed: int = 0) -> torch.Tensor:
-    """A (hidden, hidden) random orthogonal matrix times ``scale``: spectral radius ``scale``."""
+def recurrent_matrix(hidden: int, scale: float, seed: int = 0, *, normal: bool = True) -> torch.Tensor:
+    """A (hidden, hidden) matrix of spectral radius ``scale``.
+
+    ``normal=True``: a random orthogonal matrix times ``scale`` (normal: every singular value is
+    ``scale`` too). ``normal=False``: Q (D + N) Q^T with Q that orthogonal matrix, D = diag(+-scale)
+    and N strictly upper triangular: the same eigenvalues, a larger largest singular value.
+    """
     if hidden < 1:
         raise ValueError(f"hidden must be at least 1, got {hidden}")
     generator = torch.Generator().manual_seed(seed)
     q, r = torch.linalg.qr(torch.randn(hidden, hidden, generator=generator, dtype=torch.float64))
     q = q * torch.sign(torch.diagonal(r))  # a uniformly random orthogonal matrix
-    return scale * q
+    if normal:
+        return scale * q
+    signs = torch.where(torch.rand(hidden, generator=generator, dtype=torch.float64) < 0.5, -1.0, 1.0)
+    upper = torch.triu(torch.randn(hidden, hidden, generator=generator, dtype=torch.float64), diagonal=1)
+    return q @ (torch.diag(scale * signs) + upper / hidden ** 0.5) @ q.T
 
 
 def gradient_norms(
@@ -46,6 +56,7 @@ def gradient_norms(
     input_size: int = 8,
     forget_bias: float | None = None,
     seed: int = 0,
+    normal: bool = True,
 ) -> np.ndarray:
     """||dL/dh_t|| for t = 1..length, with L = u . h_T a loss on the last hidden state only.
 
@@ -56,6 +67,7 @@ def gradient_norms(
         cell: ``"RNN"``, ``"GRU"`` or ``"LSTM"`` (the last two are torch's cells).
         forget_bias: for the LSTM, the bias of the forget gate (None: torch's default init).
         seed: fixes the weights, the inputs and u.
+        normal: for the plain RNN, False gives a non-normal recurrent matrix of the same spectral radius.
 
     Returns:
         A float64 array of shape (length,); entry t-1 belongs to h_t.
@@ -74,7 +86,7 @@ def gradient_norms(
         torch.manual_seed(seed)
         if cell == "RNN":
             w_ax = torch.randn(input_size, hidden, generator=generator, dtype=torch.float64) / input_size ** 0.5
-            w_aa = recurrent_matrix(hidden, scale, seed)
+            w_aa = recurrent_matrix(hidden, scale, seed, normal=normal)
             act = _ACTIVATIONS[nonlinearity]
             step = lambda x_t, state: (act(state[0] @ w_aa.T + x_t @ w_ax),)  # noqa: E731
             state = (torch.zeros(1, hidden, dtype=torch.float64),)
@@ -103,6 +115,25 @@ def gradient_norms(
     return np.array([h.grad.norm().item() for h in hs])
 
 
+def tanh_derivatives(length: int = 50, scale: float = 1.0, *, hidden: int = 32, input_size: int = 8,
+                     seed: int = 0, normal: bool = True) -> np.ndarray:
+    """tanh'(z_t) = 1 - h_t**2 at every step and unit of the tanh RNN that ``gradient_norms`` runs
+    (same seed, same weights, same inputs): the diagonal factors of the Jacobians. Shape (length, hidden)."""
+    if length < 1:
+        raise ValueError(f"length must be at least 1, got {length}")
+    generator = torch.Generator().manual_seed(seed + 1)  # the draws of gradient_norms, in its order
+    x = torch.randn(length, 1, input_size, generator=generator, dtype=torch.float64)
+    torch.randn(1, hidden, generator=generator, dtype=torch.float64)  # u, not needed here
+    w_ax = torch.randn(input_size, hidden, generator=generator, dtype=torch.float64) / input_size ** 0.5
+    w_aa = recurrent_matrix(hidden, scale, seed, normal=normal)
+    h = torch.zeros(1, hidden, dtype=torch.float64)
+    factors = []
+    for t in range(length):
+        h = torch.tanh(h @ w_aa.T + x[t] @ w_ax)
+        factors.append(1.0 - h[0] ** 2)
+    return torch.stack(factors).numpy()
+
+
 def eigenvalue_curve(length: int, scale: float) -> np.ndarray:
     """|lambda|^(T - t) for t = 1..T: the linear theory for a spectral radius ``scale``."""
     if length < 1:
@@ -110,32 +141,45 @@ def eigenvalue_curve(length: int, scale: float) -> np.ndarray:
     return float(scale) ** np.arange(length - 1, -1, -1, dtype=float)
 
 
+MATRICES = ("normal", "non-normal")
+
+
 def draw_gradient_flow(length: int = 50, scale: float = 1.0, nonlinearity: str = "tanh", cell: str = "RNN",
-                       forget_bias: float | None = None):
-    """The widget's figure: measured norms (left), the eigenvalue view (right)."""
+                       forget_bias: float | None = None, matrix: str = "normal"):
+    """The widget's figure, on one axis: the measured norms ||dL/da<t>|| and, for the plain RNN, the
+    eigenvalue view |lambda|^(T-t) and the singular-value bound ||W||_2^(T-t) (|tanh'| <= 1)."""
     import matplotlib.pyplot as plt
 
-    norms = gradient_norms(length, scale, nonlinearity, cell, forget_bias=forget_bias)
-    theory = eigenvalue_curve(length, scale)
+    if matrix not in MATRICES:
+        raise ValueError(f"matrix must be one of {MATRICES}, got {matrix!r}")
+    normal = matrix == "normal"
+    norms = gradient_norms(length, scale, nonlinearity, cell, forget_bias=forget_bias, normal=normal)
     t = np.arange(1, length + 1)
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
-    left.semilogy(t, np.maximum(norms, 1e-300), marker=".", label=cell if cell != "RNN" else f"RNN ({nonlinearity})")
-    left.set(xlabel="time step t", ylabel=r"$\|\partial L / \partial h_t\|$ (log scale)",
-             title=f"gradient of a loss at step T={length}")
-    left.legend(loc="best")
-    right.semilogy(t, theory, color="C1", label=rf"$|\lambda|^{{T-t}}$, $|\lambda|$ = {scale:.2f}")
-    right.axhline(1.0, color="grey", lw=0.8, ls=":")
-    right.set(xlabel="time step t", ylabel=r"$|\lambda|^{T-t}$ (log scale)",
-              title="eigenvalue view: a linear RNN")
-    right.legend(loc="best")
+    figure, ax = plt.subplots(figsize=(7.5, 3.8))
+    label = cell if cell != "RNN" else f"RNN ({nonlinearity}), measured"
+    ax.semilogy(t, np.maximum(norms, 1e-300), marker=".", label=label)
+    title = f"gradient of a loss at step T={length}"
+    if cell == "RNN":
+        sigma = float(torch.linalg.matrix_norm(recurrent_matrix(32, scale, 0, normal=normal), ord=2))
+        ax.semilogy(t, eigenvalue_curve(length, scale), ls="--", color="C1",
+                    label=rf"eigenvalue view $|\lambda|^{{T-t}}$, $|\lambda|$ = {scale:.2f}")
+        ax.semilogy(t, np.minimum(eigenvalue_curve(length, sigma), 1e300), ls=":", color="C2",
+                    label=rf"bound $\|W_{{aa}}\|_2^{{T-t}}$, $\|W_{{aa}}\|_2$ = {sigma:.2f}")
+        if nonlinearity == "tanh":
+            mean = float(tanh_derivatives(length, scale, normal=normal).mean())
+            title += f"; mean tanh' = {mean:.2f}, radius x mean = {scale * mean:.2f}"
+    ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+    ax.set(xlabel=r"time step t", ylabel=r"$\|\partial L / \partial a^{\langle t \rangle}\|$ (log scale)", title=title)
+    ax.title.set_fontsize(9)
+    ax.legend(loc="best", fontsize=8)
     figure.tight_layout()
     return figure
 
 
 def gradient_flow_widget(length: int = 50, scale: float = 1.0, nonlinearity: str = "tanh", cell: str = "RNN",
                          *, cells: tuple[str, ...] = CELLS, forget_bias: bool = False):
-    """Sliders for length and spectral radius, drop-downs for nonlinearity and cell type;
-    with ``forget_bias=True`` also a slider for the LSTM's forget-gate bias."""
+    """Sliders for length and spectral radius, drop-downs for nonlinearity, cell type and a normal or
+    non-normal recurrent matrix; with ``forget_bias=True`` also a slider for the LSTM's forget-gate bias."""
     import ipywidgets as widgets
 
     from seqlab.widgets import figure_widget
@@ -147,6 +191,7 @@ def gradient_flow_widget(length: int = 50, scale: float = 1.0, nonlinearity: str
                                      continuous_update=False),
         "nonlinearity": widgets.Dropdown(options=list(NONLINEARITIES), value=nonlinearity, description="nonlinearity"),
         "cell": widgets.Dropdown(options=list(cells), value=cell, description="cell"),
+        "matrix": widgets.Dropdown(options=list(MATRICES), value="normal", description="W_aa"),
     }
     if forget_bias:
         controls["forget_bias"] = widgets.FloatSlider(value=0.0, min=-3.0, max=5.0, step=0.5,
