@@ -6,6 +6,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -130,6 +131,15 @@ def learner_run(path: Path) -> LearnerRun:
     notebook = nbformat.read(written, as_version=4) if written.exists() else None
     shutil.rmtree(out, ignore_errors=True)
     return LearnerRun(command, returncode, seconds, stderr, notebook)
+
+
+def printed_results(nb: Any) -> dict:
+    """The figures a notebook printed as ``RESULTS {json}`` (its chapter's tests assert them)."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream" and "RESULTS " in output.text:
+                return json.loads(re.search(r"RESULTS (\{.*\})", output.text).group(1))
+    raise AssertionError("the notebook printed no RESULTS line")
 
 
 def errors_of(cell: Any) -> list[str]:

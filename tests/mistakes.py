@@ -39,6 +39,12 @@ class GradedCells:
         namespace = {**self.base, **self.earlier[grade_id], **replacements}
         exec(compile(self.sources[grade_id], grade_id, "exec"), namespace)
 
+    def run_visible(self, grade_id: str, **replacements: Any) -> None:
+        """Only the visible part of a test cell: what a self-learner sees."""
+        visible = self.sources[grade_id].split("### BEGIN HIDDEN TESTS")[0]
+        namespace = {**self.base, **self.earlier[grade_id], **replacements}
+        exec(compile(visible, grade_id + " (visible)", "exec"), namespace)
+
 
 def mistake_tests(cells: GradedCells, wrong: Wrong, right: Right) -> tuple[Callable, ...]:
     """The four tests of a chapter's mistakes file, for the module to bind to test_* names."""

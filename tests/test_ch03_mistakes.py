@@ -574,22 +574,16 @@ VISIBLE = [
 ]
 
 
-def run_visible(grade_id, **replacements):
-    """Only the visible part of a test cell: what a self-learner sees."""
-    source = CELLS.sources[grade_id].split("### BEGIN HIDDEN TESTS")[0]
-    exec(compile(source, grade_id + " (visible)", "exec"), {**CELLS.base, **CELLS.earlier[grade_id], **replacements})
-
-
 @pytest.mark.parametrize("grade_id, name, variant, words", VISIBLE, ids=[v.__name__ for _, _, v, _ in VISIBLE])
 def test_visible_tests_name_the_classic_mistake(grade_id, name, variant, words):
     with pytest.raises(CheckFailed) as failure:
-        run_visible(grade_id, **{name: variant})
+        CELLS.run_visible(grade_id, **{name: variant})
     assert words in str(failure.value), str(failure.value)
 
 
 @pytest.mark.parametrize("grade_id", sorted({g for g, _, _, _ in VISIBLE}))
 def test_visible_tests_pass_the_solution(grade_id):
-    run_visible(grade_id)
+    CELLS.run_visible(grade_id)
 
 
 @pytest.mark.parametrize("grade_id, name, variant, words", [

@@ -1,16 +1,13 @@
 """Chapter 3 (recurrent neural networks): the solutions against references, and the measured targets."""
 
-import json
 import math
-import re
-import time
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from course import SOLUTIONS, LEARNER_BUDGET_S, errors_of, execute, load_definitions, record
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, record
 
 CHAPTER = "03-recurrent-neural-networks"
 NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
@@ -128,21 +125,13 @@ def test_masked_loss_ignores_padding(ch):
     assert torch.allclose(loss, ch["masked_lm_loss"](changed, targets, lengths))
 
 
-def results_of(nb):
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream" and "RESULTS " in output.text:
-                return json.loads(re.search(r"RESULTS (\{.*\})", output.text).group(1))
-    raise AssertionError("the notebook printed no RESULTS line")
-
-
 @pytest.mark.slow
 @pytest.mark.slow
 def test_learner_mode_reaches_the_targets():
     nb, seconds = execute(NOTEBOOK, grading=False)
     problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c) if not e.startswith("stderr")]
     assert not problems, problems
-    results = results_of(nb)
+    results = printed_results(nb)
     # deterministic figures (the same on every run) apart from the times, which depend on the machine
     record("ch03", **{k: results[k] for k in ("accuracy", "baseline", "dev_accuracy", "dev_baseline", "baseline_k",
                                                 "perplexity", "bigram_perplexity")})

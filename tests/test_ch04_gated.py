@@ -1,8 +1,6 @@
 """Chapter 4 (vanishing gradients, GRU, LSTM): the solutions against torch, its seqlab helpers, and the measured targets."""
 
-import json
 import math
-import re
 import time
 
 import matplotlib
@@ -13,7 +11,7 @@ from torch import nn
 
 matplotlib.use("Agg")
 
-from course import SOLUTIONS, LEARNER_BUDGET_S, errors_of, execute, load_definitions, record
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, record
 from seqlab import adding, wordlm
 from seqlab.gradflow import cell_comparison, cell_comparison_widget, draw_cell_comparison
 
@@ -196,20 +194,12 @@ def test_checkpoint_perplexity_reproduces_on_the_test_split():
 
 # ---- the notebook in learner mode ------------------------------------------------------------------
 
-def results_of(nb):
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream" and "RESULTS " in output.text:
-                return json.loads(re.search(r"RESULTS (\{.*\})", output.text).group(1))
-    raise AssertionError("the notebook printed no RESULTS line")
-
-
 @pytest.mark.slow
 def test_learner_mode_reaches_the_targets():
     nb, seconds = execute(NOTEBOOK, grading=False)
     problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c)]
     assert not problems, problems
-    results = results_of(nb)
+    results = printed_results(nb)
     record("ch04", adding_seed0=results["adding_seed0"], lm_test_perplexity=results["lm_test_perplexity"],
            lm_tokens=results["lm_tokens"])
     record("ch04_timing", notebook_seconds=round(seconds, 1), adding_seconds=results["adding_seconds"],

@@ -1,15 +1,12 @@
 """Chapter 6 (seq2seq, beam search, BLEU): the solutions against references, and the measured targets."""
 
-import json
-import math
 import random
-import re
 
 import numpy as np
 import pytest
 import torch
 
-from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, record
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, record
 
 CHAPTER = "06-seq2seq-beam-search-bleu"
 NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
@@ -106,20 +103,12 @@ def test_masked_loss_ignores_padding_and_weighs_tokens_equally(ch):
     assert int(keep.sum()) == int(batch["tgt_lengths"].sum()) == 8
 
 
-def results_of(nb):
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream" and "RESULTS " in output.text:
-                return json.loads(re.search(r"RESULTS (\{.*\})", output.text).group(1))
-    raise AssertionError("the notebook printed no RESULTS line")
-
-
 @pytest.mark.slow
 def test_learner_mode_reaches_the_targets():
     nb, seconds = execute(NOTEBOOK, grading=False)
     problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c)]
     assert not problems, problems
-    results = results_of(nb)
+    results = printed_results(nb)
     by_digits = {int(d): v for d, v in results["numbers_by_digits"].items()}
     record("ch06", **{k: results[k] for k in ("dates_test_all_greedy", "dates_sample", "dates_greedy", "dates_beam",
                                                 "beam_changed", "errors_search", "errors_model", "numbers_exact",

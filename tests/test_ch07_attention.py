@@ -1,7 +1,6 @@
 """Chapter 7 (attention): the solutions against references, the committed models, the widget, and the measured targets."""
 
 import json
-import re
 from dataclasses import fields
 
 import numpy as np
@@ -9,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, record
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, record
 
 CHAPTER = "07-attention"
 NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
@@ -128,20 +127,12 @@ def test_explorer_widget_builds_and_follows_the_source():
         attention_explorer(model, [], src_vocab, tgt_vocab)
 
 
-def results_of(nb):
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream" and "RESULTS " in output.text:
-                return json.loads(re.search(r"RESULTS (\{.*\})", output.text).group(1))
-    raise AssertionError("the notebook printed no RESULTS line")
-
-
 @pytest.mark.slow
 def test_learner_mode_reaches_the_targets():
     nb, seconds = execute(NOTEBOOK, grading=False)
     problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c)]
     assert not problems, problems
-    results = results_of(nb)
+    results = printed_results(nb)
     record("ch07", **results)
     record("ch07_timing", notebook_seconds=round(seconds, 1), short_run_seconds=results["short_run_seconds"])
     assert seconds < LEARNER_BUDGET_S, f"the notebook took {seconds:.0f} s"

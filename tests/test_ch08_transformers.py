@@ -1,15 +1,12 @@
 """Chapter 8 (Transformers): the solutions against PyTorch and seqlab's reference, and the measured targets."""
 
-import json
-import math
-import re
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, record
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, record
 
 CHAPTER = "08-transformers"
 NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
@@ -77,20 +74,12 @@ def test_notebook_model_holds_the_checkpoint_and_decodes_like_seqlab(ch):
     assert np.mean(["".join(tgt_vocab.decode(r)) == p.target for r, p in zip(ours, pairs)]) > 0.9
 
 
-def results_of(nb):
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream" and "RESULTS " in output.text:
-                return json.loads(re.search(r"RESULTS (\{.*\})", output.text).group(1))
-    raise AssertionError("the notebook printed no RESULTS line")
-
-
 @pytest.mark.slow
 def test_learner_mode_reaches_the_targets():
     nb, seconds = execute(NOTEBOOK, grading=False)
     problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c)]
     assert not problems, problems
-    r = results_of(nb)
+    r = printed_results(nb)
     record("ch08", **r)
     record("ch08_timing", notebook_seconds=round(seconds, 1))
     assert seconds < LEARNER_BUDGET_S, f"the notebook took {seconds:.0f} s"
