@@ -14,9 +14,11 @@ import nbformat
 import pytest
 
 from course import SOLUTIONS, load_definitions, nbgrader_meta
+from seqlab.check import CheckFailed
 
 Wrong = list[tuple[str, str, Any]]  # (grade_id, name swapped, variant)
 Right = list[tuple[str, dict[str, Any]]]  # (grade_id, {name: correct variant})
+Named = list[tuple[str, str, Any, str]]  # (grade_id, name swapped, variant, words its check message must contain)
 
 
 class GradedCells:
@@ -69,3 +71,27 @@ def mistake_tests(cells: GradedCells, wrong: Wrong, right: Right) -> tuple[Calla
 
     return (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
             test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests)
+
+
+def naming_tests(cells: GradedCells, visible: Named = (), hidden: Named = ()) -> tuple[Callable, ...]:
+    """Tests that a check message names the mistake: the visible part alone (what a self-learner sees)
+    for ``visible``, the whole cell for ``hidden``; and that the solution passes the visible part alone."""
+
+    def named(run: Callable, grade_id: str, name: str, variant: Any, words: str) -> None:
+        with pytest.raises(CheckFailed) as failure:
+            run(grade_id, **{name: variant})
+        assert words in str(failure.value), str(failure.value)
+
+    @pytest.mark.parametrize("grade_id, name, variant, words", visible, ids=[v.__name__ for _, _, v, _ in visible])
+    def test_visible_tests_name_the_classic_mistake(grade_id, name, variant, words):
+        named(cells.run_visible, grade_id, name, variant, words)
+
+    @pytest.mark.parametrize("grade_id", sorted({g for g, _, _, _ in visible}))
+    def test_visible_tests_pass_the_solution(grade_id):
+        cells.run_visible(grade_id)
+
+    @pytest.mark.parametrize("grade_id, name, variant, words", hidden, ids=[v.__name__ for _, _, v, _ in hidden])
+    def test_hidden_tests_name_the_class_of_the_bug(grade_id, name, variant, words):
+        named(cells.run, grade_id, name, variant, words)
+
+    return test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution, test_hidden_tests_name_the_class_of_the_bug

@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 
-from mistakes import GradedCells, mistake_tests
+from mistakes import GradedCells, mistake_tests, naming_tests
 
 CHAPTER = "02-hidden-markov-models"
 
@@ -567,32 +567,14 @@ RIGHT = [
 
 # ---- the visible tests alone catch the classic mistakes, with a message that names them ---------
 
-import pytest  # noqa: E402
-
-from seqlab.check import CheckFailed  # noqa: E402
-
 VISIBLE = [
     ("viterbi_tests", "viterbi", viterbi_greedy, "without back-tracking"),
     ("baum_welch_step_tests", "baum_welch_step", bw_xi_not_divided_by_likelihood, "xi not divided by P(O)"),
 ]
 
-
-@pytest.mark.parametrize("grade_id, name, variant, words", VISIBLE, ids=[v.__name__ for _, _, v, _ in VISIBLE])
-def test_visible_tests_name_the_classic_mistake(grade_id, name, variant, words):
-    with pytest.raises(CheckFailed) as failure:
-        CELLS.run_visible(grade_id, **{name: variant})
-    assert words in str(failure.value), str(failure.value)
-
-
-@pytest.mark.parametrize("grade_id, name", [(g, n) for g, n, _, _ in VISIBLE])
-def test_visible_tests_pass_the_solution(grade_id, name):
-    CELLS.run_visible(grade_id)
-
-
-@pytest.mark.parametrize("grade_id, name, variant, words", [
+HIDDEN = [
     ("state_posteriors_tests", "state_posteriors", posteriors_in_place, "in place"),
-], ids=lambda v: getattr(v, "__name__", "") if callable(v) else None)
-def test_hidden_tests_name_the_class_of_the_bug(grade_id, name, variant, words):
-    with pytest.raises(CheckFailed) as failure:
-        CELLS.run(grade_id, **{name: variant})
-    assert words in str(failure.value), str(failure.value)
+]
+
+(test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
+ test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests
+from mistakes import GradedCells, mistake_tests, naming_tests
 
 CHAPTER = "03-recurrent-neural-networks"
 
@@ -560,10 +560,6 @@ RIGHT = [
 
 # ---- the visible tests alone catch the classic mistakes, with a message that names them ---------
 
-import pytest  # noqa: E402
-
-from seqlab.check import CheckFailed  # noqa: E402
-
 VISIBLE = [
     ("train_step_tests", "train_step", step_without_zero_grad, "without zero_grad"),
     ("masked_lm_loss_tests", "masked_lm_loss", loss_per_sequence, "averaged per sequence instead of per token"),
@@ -573,20 +569,7 @@ VISIBLE = [
     ("WindowLM_tests", "WindowLM", WindowWithoutCurrentInput, "ends with input t itself"),
 ]
 
-
-@pytest.mark.parametrize("grade_id, name, variant, words", VISIBLE, ids=[v.__name__ for _, _, v, _ in VISIBLE])
-def test_visible_tests_name_the_classic_mistake(grade_id, name, variant, words):
-    with pytest.raises(CheckFailed) as failure:
-        CELLS.run_visible(grade_id, **{name: variant})
-    assert words in str(failure.value), str(failure.value)
-
-
-@pytest.mark.parametrize("grade_id", sorted({g for g, _, _, _ in VISIBLE}))
-def test_visible_tests_pass_the_solution(grade_id):
-    CELLS.run_visible(grade_id)
-
-
-@pytest.mark.parametrize("grade_id, name, variant, words", [
+HIDDEN = [
     ("one_hot_batch_tests", "one_hot_batch", one_hot_T_is_max_len, "longer than every string"),
     ("one_hot_batch_tests", "one_hot_batch", one_hot_lower_cases, "upper-case"),
     ("rnn_cell_forward_tests", "rnn_cell_forward", cell_batch_max, "thousands apart"),
@@ -594,8 +577,7 @@ def test_visible_tests_pass_the_solution(grade_id):
     ("NameClassifier_tests", "NameClassifier", ClassifierDropoutOnLogits, "dropout"),
     ("sample_name_tests", "sample_name", sample_zero_temperature_by_accident, "temperature=0"),
     ("clip_gradients__tests", "clip_gradients_", clip_reads_generator_twice, "read only once"),
-], ids=lambda v: getattr(v, "__name__", "") if callable(v) else None)
-def test_hidden_tests_name_the_class_of_the_bug(grade_id, name, variant, words):
-    with pytest.raises(CheckFailed) as failure:
-        CELLS.run(grade_id, **{name: variant})
-    assert words in str(failure.value), str(failure.value)
+]
+
+(test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
+ test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN)
