@@ -153,10 +153,11 @@ def test_brown_vocabulary_is_chapter_ones():
     assert wordlm.brown_vocab(data["train"]) == ch1["build_vocab"](data["train"], min_count=2)
 
 
-def test_the_lm_scores_every_word_and_every_end_of_sentence():
+@pytest.mark.parametrize("cell", wordlm.CELLS)
+def test_the_lm_scores_every_word_and_every_end_of_sentence(cell):
     torch.manual_seed(7)
     vocab = ["<unk>", "<s>", "</s>", "a", "b", "c"]
-    model = wordlm.WordLSTM(len(vocab), input_vocab=4, embed=8, hidden=8, cutoffs=[3])
+    model = wordlm.WordRNN(len(vocab), input_vocab=4, embed=8, hidden=8, cutoffs=[3], cell=cell)
     sentences = [["a", "b"], ["c"], ["zebra", "a", "a", "b"]]
     ppl, count = wordlm.evaluate(model, wordlm.encode(sentences, vocab), batch_size=2)
     assert count == sum(len(s) + 1 for s in sentences)
@@ -171,24 +172,39 @@ def test_the_lm_scores_every_word_and_every_end_of_sentence():
     assert math.isclose(ppl, math.exp(total / count), rel_tol=1e-5)
 
 
-def test_committed_checkpoint_is_small_and_recorded():
-    rec = wordlm.checkpoint_record()
-    assert wordlm.CHECKPOINT.stat().st_size < 8_000_000 and rec["bytes"] == wordlm.CHECKPOINT.stat().st_size
-    assert rec["command"].startswith("python -m seqlab.wordlm") and "seed" in rec and rec["seconds"] > 0
-    assert rec["test_tokens"] == 124_266  # the tokens chapter 1 scores: every test word and every </s>
-    assert rec["test_perplexity"] < KN_TRIGRAM_TEST_PERPLEXITY - 10, rec["test_perplexity"]
+@pytest.mark.parametrize("cell", wordlm.CELLS)
+def test_committed_checkpoint_is_small_and_recorded(cell):
+    rec, path = wordlm.checkpoint_record(cell), wordlm.CHECKPOINTS[cell]
+    assert path.stat().st_size < 8_000_000 and rec["bytes"] == path.stat().st_size
+    assert rec["command"].startswith(f"python -m seqlab.wordlm --cell {cell}") and "seed" in rec and rec["seconds"] > 0
+    assert rec["config"]["cell"] == cell and rec["test_tokens"] == 124_266  # every test word and every </s>
+    assert len(rec["history"]) == rec["epochs"]
+
+
+def test_the_lstm_beats_kneser_ney_and_the_plain_rnn():
+    lstm, rnn = wordlm.checkpoint_record("lstm"), wordlm.checkpoint_record("rnn")
+    assert lstm["test_perplexity"] < KN_TRIGRAM_TEST_PERPLEXITY - 10, lstm["test_perplexity"]
+    assert lstm["test_perplexity"] < rnn["test_perplexity"] - 5, (lstm["test_perplexity"], rnn["test_perplexity"])
+
+
+def test_a_wrong_cell_is_refused_clearly():
+    with pytest.raises(ValueError, match="cell must be one of"):
+        wordlm.WordRNN(10, cell="gru")
+    with pytest.raises(ValueError, match="cell must be one of"):
+        wordlm.checkpoint_record("transformer")
 
 
 @pytest.mark.slow
-def test_checkpoint_perplexity_reproduces_on_the_test_split():
+@pytest.mark.parametrize("cell", wordlm.CELLS)
+def test_checkpoint_perplexity_reproduces_on_the_test_split(cell):
     data = wordlm.brown_splits()
     vocab = wordlm.brown_vocab(data["train"])
-    model = wordlm.load_checkpoint(len(vocab))
+    model = wordlm.load_checkpoint(len(vocab), cell)
     ppl, count = wordlm.evaluate(model, wordlm.encode(data["test"], vocab))
-    rec = wordlm.checkpoint_record()
+    rec = wordlm.checkpoint_record(cell)
     assert count == sum(len(s) + 1 for s in data["test"]) == rec["test_tokens"]
     assert abs(ppl - rec["test_perplexity"]) < 0.05
-    record("ch04_lm", test_perplexity=round(ppl, 2), kn_trigram=KN_TRIGRAM_TEST_PERPLEXITY, tokens=count,
+    record(f"ch04_lm_{cell}", test_perplexity=round(ppl, 2), kn_trigram=KN_TRIGRAM_TEST_PERPLEXITY, tokens=count,
            train_seconds=rec["seconds"], epochs=rec["epochs"], parameters=rec["parameters"], bytes=rec["bytes"])
 
 
@@ -212,4 +228,6 @@ def test_learner_mode_reaches_the_targets():
     assert max(results["adding_worst"][name] for name in ("GRU", "LSTM", "LSTM, forget bias 1")) < 0.01
     assert results["lm_tokens"] == 124_266
     assert results["lm_test_perplexity"] < KN_TRIGRAM_TEST_PERPLEXITY - 10, results
+    # The plain-RNN row scored in the notebook is the committed checkpoint's record.
+    assert abs(results["rnn_lm_test_perplexity"] - wordlm.checkpoint_record("rnn")["test_perplexity"]) < 0.05, results
     assert results["gradient_lstm_fb3"] > 1e-3

@@ -12,7 +12,7 @@ One module a purpose; notebooks import from here, never the other way round:
 - ``seqlab.gradflow`` -- how gradients flow back through RNN, GRU and LSTM cells, and its widget
 - ``seqlab.train``    -- a training loop with a progress bar and a live loss plot
 - ``seqlab.adding``   -- the adding problem, a long-range task for RNN, GRU and LSTM (chapter 4)
-- ``seqlab.wordlm``   -- a word-level LSTM language model of Brown on chapter 1's split, and its checkpoint (chapter 4)
+- ``seqlab.wordlm``   -- word-level LSTM and tanh-RNN language models of Brown on chapter 1's split, and their checkpoints (chapter 4)
 - ``seqlab.dates``    -- dates in many forms to ISO, and numbers to words (chapters 6-8)
 - ``seqlab.seq2seq``  -- vocabularies, padded batches, training, greedy/beam decoding, evaluation (chapters 6-8)
 - ``seqlab.beamtree`` -- the beam-search tree explorer (chapter 6)

@@ -1,6 +1,7 @@
-"""A word-level LSTM language model of the Brown corpus, on chapter 1's split and vocabulary.
+"""Word-level recurrent language models of the Brown corpus (LSTM, and a plain tanh RNN), on chapter 1's
+split and vocabulary.
 
-Chapter 4 sets it beside chapter 1's n-gram models. Everything that makes the comparison
+Chapter 4 sets them beside chapter 1's n-gram models. Everything that makes the comparison
 fair lives here, in one place:
 
 * the vocabulary is chapter 1's (:func:`brown_vocab`): lower-cased training words seen at least
@@ -14,10 +15,13 @@ fair lives here, in one place:
   ``input_vocab`` most frequent are read as ``<unk>`` (what the model reads is its business; what
   it is scored on is not changed).
 
-The committed checkpoint ``seqlab/checkpoints/ch04_brown_lstm.pt`` (weights in float16, under 8 MB)
-and its record ``ch04_brown_lstm.json`` (command, seconds, seed, perplexities) come from::
+The two models differ only in the recurrent layer (``nn.LSTM`` or ``nn.RNN`` with tanh, same width),
+so the comparison measures the cell and nothing else. The committed checkpoints
+``seqlab/checkpoints/ch04_brown_{lstm,rnn}.pt`` (weights in float16, under 8 MB) and their records
+``ch04_brown_{lstm,rnn}.json`` (command, seconds, seed, perplexities) come from::
 
-    python -m seqlab.wordlm --epochs 2 --seed 0 --threads 1
+    python -m seqlab.wordlm --cell lstm --epochs 2 --seed 0 --threads 1
+    python -m seqlab.wordlm --cell rnn --epochs 2 --seed 0 --threads 1
 
 (the record's ``command`` names the epochs actually run; each epoch rewrites the checkpoint, when the
 dev perplexity improved, and the record).
@@ -37,12 +41,13 @@ from typing import Iterator, Sequence
 import torch
 from torch import nn
 
-__all__ = ["UNK", "BOS", "EOS", "CHECKPOINT", "brown_vocab", "brown_splits", "encode", "WordLSTM",
+__all__ = ["UNK", "BOS", "EOS", "CHECKPOINT", "brown_vocab", "brown_splits", "encode", "WordRNN",
            "batches", "evaluate", "train_epoch", "load_checkpoint", "checkpoint_record"]
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
-CHECKPOINT = Path(__file__).with_name("checkpoints") / "ch04_brown_lstm.pt"
-RECORD = CHECKPOINT.with_suffix(".json")
+CELLS = ("lstm", "rnn")
+CHECKPOINTS = {cell: Path(__file__).with_name("checkpoints") / f"ch04_brown_{cell}.pt" for cell in CELLS}
+CHECKPOINT = CHECKPOINTS["lstm"]
 CONFIG = {"input_vocab": 6000, "embed": 256, "hidden": 256, "cutoffs": [2000, 10000], "dropout": 0.3}
 
 
@@ -71,25 +76,29 @@ def encode(sentences: Sequence[Sequence[str]], vocab: Sequence[str]) -> list[tor
     return [torch.tensor([bos] + [index.get(w, unk) for w in s] + [eos], dtype=torch.long) for s in sentences]
 
 
-class WordLSTM(nn.Module):
-    """Embedding -> dropout -> one-layer LSTM -> dropout -> adaptive softmax over the whole vocabulary."""
+class WordRNN(nn.Module):
+    """Embedding -> dropout -> one recurrent layer (LSTM or tanh RNN) -> dropout -> adaptive softmax over
+    the whole vocabulary."""
 
     def __init__(self, vocab_size: int, input_vocab: int = 6000, embed: int = 256, hidden: int = 256,
-                 cutoffs: Sequence[int] = (2000, 10000), dropout: float = 0.3):
+                 cutoffs: Sequence[int] = (2000, 10000), dropout: float = 0.3, cell: str = "lstm"):
         super().__init__()
-        self.vocab_size, self.input_vocab = vocab_size, min(input_vocab, vocab_size)
+        if cell not in CELLS:
+            raise ValueError(f"cell must be one of {CELLS}, not {cell!r}")
+        self.vocab_size, self.input_vocab, self.cell = vocab_size, min(input_vocab, vocab_size), cell
         self.embed = nn.Embedding(self.input_vocab, embed)
-        self.lstm = nn.LSTM(embed, hidden, batch_first=True)
+        recurrent = nn.LSTM if cell == "lstm" else nn.RNN  # nn.RNN's default nonlinearity is tanh
+        self.recurrent = recurrent(embed, hidden, batch_first=True)
         self.drop = nn.Dropout(dropout)
         cutoffs = [c for c in cutoffs if c < vocab_size]
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(hidden, vocab_size, cutoffs=cutoffs, div_value=4.0)
 
     def hidden_states(self, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """inputs (B, T) ids -> LSTM outputs (B, T, H); ids beyond the input vocabulary are read as <unk> (0)."""
+        """inputs (B, T) ids -> recurrent outputs (B, T, H); ids beyond the input vocabulary are read as <unk> (0)."""
         inputs = torch.where(inputs < self.input_vocab, inputs, torch.zeros_like(inputs))
         x = self.drop(self.embed(inputs))
         packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, _ = self.lstm(packed)
+        out, _ = self.recurrent(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=inputs.shape[1])
         return self.drop(out)
 
@@ -127,7 +136,7 @@ def batches(encoded: Sequence[torch.Tensor], batch_size: int, *, generator: torc
         yield inputs, targets, lengths
 
 
-def evaluate(model: WordLSTM, encoded: Sequence[torch.Tensor], batch_size: int = 256,
+def evaluate(model: WordRNN, encoded: Sequence[torch.Tensor], batch_size: int = 256,
              device: torch.device | str = "cpu") -> tuple[float, int]:
     """Perplexity over every predicted token (each word and each </s>), and the number of tokens."""
     model.eval()
@@ -139,7 +148,7 @@ def evaluate(model: WordLSTM, encoded: Sequence[torch.Tensor], batch_size: int =
     return math.exp(total / count), count
 
 
-def train_epoch(model: WordLSTM, optimizer: torch.optim.Optimizer, encoded: Sequence[torch.Tensor], *,
+def train_epoch(model: WordRNN, optimizer: torch.optim.Optimizer, encoded: Sequence[torch.Tensor], *,
                 generator: torch.Generator, batch_size: int = 32, max_len: int = 60, clip: float = 1.0,
                 device: torch.device | str = "cpu", on_step=None) -> float:
     """One pass over the training sentences; the mean loss per token (nats)."""
@@ -157,31 +166,42 @@ def train_epoch(model: WordLSTM, optimizer: torch.optim.Optimizer, encoded: Sequ
     return total / count
 
 
-def checkpoint_record() -> dict:
+def checkpoint_record(cell: str = "lstm") -> dict:
     """What the committed checkpoint's training run recorded (command, seconds, seed, perplexities)."""
-    return json.loads(RECORD.read_text())
+    return json.loads(_checkpoint(cell).with_suffix(".json").read_text())
 
 
-def load_checkpoint(vocab_size: int, path: Path = CHECKPOINT) -> WordLSTM:
-    """The committed model, in float32 and evaluation mode."""
+def _checkpoint(cell: str) -> Path:
+    if cell not in CHECKPOINTS:
+        raise ValueError(f"cell must be one of {CELLS}, not {cell!r}")
+    return CHECKPOINTS[cell]
+
+
+def load_checkpoint(vocab_size: int, cell: str = "lstm", path: Path | None = None) -> WordRNN:
+    """The committed model of that cell (or the one at ``path``), in float32 and evaluation mode."""
+    path = path or _checkpoint(cell)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: reinstall seqlab, or retrain with `python -m seqlab.wordlm`")
+        raise FileNotFoundError(f"{path} is missing: reinstall seqlab, or retrain with "
+                                f"`python -m seqlab.wordlm --cell {cell}`")
     saved = torch.load(path, map_location="cpu", weights_only=True)
     if saved["vocab_size"] != vocab_size:
         raise ValueError(f"the checkpoint has {saved['vocab_size']} tokens, the vocabulary {vocab_size}")
-    model = WordLSTM(vocab_size, **saved["config"])
+    model = WordRNN(vocab_size, **saved["config"])
     model.load_state_dict({k: v.float() for k, v in saved["state_dict"].items()})
     return model.eval()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cell", choices=CELLS, default="lstm")
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=CHECKPOINT)
+    parser.add_argument("--out", type=Path, default=None, help="default: the committed checkpoint of --cell")
     args = parser.parse_args(argv)
+    args.out = args.out or CHECKPOINTS[args.cell]
+    config = {**CONFIG, "cell": args.cell}
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -189,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     data = brown_splits()
     vocab = brown_vocab(data["train"])
     encoded = {split: encode(s, vocab) for split, s in data.items()}
-    model = WordLSTM(len(vocab), **CONFIG).to(device)
+    model = WordRNN(len(vocab), **config).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.6)
     generator = torch.Generator().manual_seed(args.seed)
@@ -204,22 +224,22 @@ def main(argv: list[str] | None = None) -> None:
             best = dev_ppl
             state = {k: v.detach().cpu().half() for k, v in model.state_dict().items()}
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"vocab_size": len(vocab), "config": CONFIG, "state_dict": state}, args.out)
+            torch.save({"vocab_size": len(vocab), "config": config, "state_dict": state}, args.out)
         # The record is rewritten after every epoch, so that it always describes the checkpoint on disk;
         # the schedule does not depend on --epochs, so `--epochs k` reproduces the first k epochs exactly.
-        write_record(args, epoch, vocab, encoded, history, time.perf_counter() - start, device)
+        write_record(args, config, epoch, vocab, encoded, history, time.perf_counter() - start, device)
         schedule.step()
 
 
-def write_record(args, epochs: int, vocab: list[str], encoded: dict, history: list, seconds: float, device) -> None:
-    model = load_checkpoint(len(vocab), args.out)  # what is shipped: float16 weights, best dev epoch so far
+def write_record(args, config: dict, epochs: int, vocab: list[str], encoded: dict, history: list, seconds: float, device) -> None:
+    model = load_checkpoint(len(vocab), path=args.out)  # what is shipped: float16 weights, best dev epoch so far
     test_ppl, n_test = evaluate(model, encoded["test"])
     dev_ppl, _ = evaluate(model, encoded["dev"])
     record = {
-        "command": f"python -m seqlab.wordlm --epochs {epochs} --seed {args.seed} --lr {args.lr}"
+        "command": f"python -m seqlab.wordlm --cell {args.cell} --epochs {epochs} --seed {args.seed} --lr {args.lr}"
                    + (f" --threads {args.threads}" if args.threads else ""),
         "seed": args.seed, "epochs": epochs, "seconds": round(seconds, 1), "device": str(device),
-        "threads": torch.get_num_threads(), "torch": torch.__version__, "config": CONFIG,
+        "threads": torch.get_num_threads(), "torch": torch.__version__, "config": config,
         "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(vocab),
         "dev_perplexity": round(dev_ppl, 2), "test_perplexity": round(test_ppl, 2), "test_tokens": n_test,
         "history": history, "bytes": args.out.stat().st_size,
