@@ -53,3 +53,34 @@ def test_expect_raises():
         expect_raises(ValueError, int, "3", what="int('3')")
     with pytest.raises(CheckFailed, match="raised KeyError"):
         expect_raises(ValueError, {}.__getitem__, "k", what="lookup")
+
+
+def test_expect_same_names_the_first_difference_in_nested_values():
+    from seqlab.check import expect_same, first_difference
+
+    expect_same([("a", 1), {"k": np.arange(3)}], [("a", 1), {"k": np.arange(3)}], "equal nested values")
+    with pytest.raises(CheckFailed, match=r"tags: first difference at \[1\]\[0\]: expected 'DET', got 'NOUN'") as caught:
+        expect_same([["DET"], ["NOUN"]], [["DET"], ["DET"]], "tags", hint="back-track")
+    assert caught.value.hint == "back-track"
+    with pytest.raises(CheckFailed, match=r"at \[2\]: expected 5, got 4"):
+        expect_same(np.array([1, 2, 4]), np.array([1, 2, 5]), "array")
+    with pytest.raises(CheckFailed, match=r"at  \(length\): expected 3, got 2"):
+        expect_same([1, 2], [1, 2, 3], "list")
+    with pytest.raises(CheckFailed, match=r"at \['b'\]: expected 2, got '\(missing\)'"):
+        expect_same({"a": 1}, {"a": 1, "b": 2}, "dict")
+    assert first_difference(np.array([np.nan, 1.0]), np.array([np.nan, 1.0])) is None, "NaN equals NaN here"
+    assert first_difference(np.zeros((2, 2)), np.zeros(4)) == (" (shape)", (2, 2), (4,))
+    torch = pytest.importorskip("torch")
+    assert first_difference(torch.tensor([1.0, 2.0]), np.array([1.0, 3.0])) == ("[1]", 2.0, 3.0)
+
+
+def test_call_unchanged_returns_the_result_and_catches_changes_in_place():
+    from seqlab.check import call_unchanged
+
+    assert call_unchanged(sorted, [3, 1, 2]) == [1, 2, 3]
+    with pytest.raises(CheckFailed, match=r"changed its argument 1 in place \(at \[0\]: it was 3, now 1\)"):
+        call_unchanged(list.sort, [3, 1, 2])
+    with pytest.raises(CheckFailed, match=r"argument scale= in place"):
+        call_unchanged(lambda x, scale: scale.__imul__(2), 1, scale=np.ones(2))
+    rng = np.random.default_rng(0)
+    call_unchanged(lambda g: g.random(), rng)  # drawing from a generator changes it, as it should

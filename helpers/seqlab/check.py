@@ -8,16 +8,21 @@ error and gives the cell no points.
     expect(len(vocab) == 5, "the vocabulary has the wrong size",
            hint="did you forget to add <unk>, <s> and </s>?")
     expect_close(p, 0.25, "P(cat | the)", hint="normalise by the count of the context")
+    expect_same(tags, expected, "the tags")        # names the first position that differs
+    result = call_unchanged(f, xs)                   # fails if f changed xs in place
 """
 
 from __future__ import annotations
 
+import copy
 import reprlib
+import types
 from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["CheckFailed", "expect", "expect_equal", "expect_close", "expect_raises"]
+__all__ = ["CheckFailed", "expect", "expect_equal", "expect_close", "expect_raises", "expect_same", "first_difference",
+           "call_unchanged"]
 
 _short = reprlib.Repr()
 _short.maxstring = 80
@@ -104,6 +109,70 @@ def expect_raises(
     except Exception as other:  # noqa: BLE001 - the wrong exception is the finding
         raise CheckFailed(f"{what}: expected {_names(error)}, but it raised {type(other).__name__}: {other}", hint)
     raise CheckFailed(f"{what}: expected {_names(error)}, but nothing was raised", hint)
+
+
+def first_difference(actual: Any, expected: Any, where: str = "") -> tuple[str, Any, Any] | None:
+    """Where two nested values (lists, tuples, dicts, arrays, tensors, objects) first differ:
+    ``(path, actual part, expected part)``, or ``None`` when they are equal. For readable messages."""
+    if hasattr(actual, "detach"):  # a torch tensor
+        actual = actual.detach().cpu().numpy()
+    if hasattr(expected, "detach"):
+        expected = expected.detach().cpu().numpy()
+    if isinstance(actual, np.ndarray) or isinstance(expected, np.ndarray):
+        a, e = np.asarray(actual), np.asarray(expected)
+        if a.shape != e.shape:
+            return f"{where} (shape)", a.shape, e.shape
+        same = (a == e) | ((a != a) & (e != e)) if a.dtype.kind in "fc" and e.dtype.kind in "fc" else (a == e)
+        bad = np.argwhere(~np.asarray(same, dtype=bool).reshape(a.shape))
+        if not len(bad):
+            return None
+        index = tuple(int(i) for i in bad[0])
+        return f"{where}[{', '.join(map(str, index))}]" if index else where, a[index].tolist(), e[index].tolist()
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        for key in list(expected) + [k for k in actual if k not in expected]:
+            if key not in actual or key not in expected:
+                return f"{where}[{key!r}]", actual.get(key, "(missing)"), expected.get(key, "(missing)")
+            found = first_difference(actual[key], expected[key], f"{where}[{key!r}]")
+            if found:
+                return found
+        return None
+    if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            found = first_difference(a, e, f"{where}[{i}]")
+            if found:
+                return found
+        return None if len(actual) == len(expected) else (f"{where} (length)", len(actual), len(expected))
+    if type(actual) is type(expected) and hasattr(actual, "__dict__") and not isinstance(actual, (type, types.FunctionType)):
+        return first_difference(vars(actual), vars(expected), where)
+    try:
+        return None if bool(actual == expected) else (where or "the value", actual, expected)
+    except Exception:  # noqa: BLE001 - values that cannot be compared differ
+        return where or "the value", actual, expected
+
+
+def expect_same(actual: Any, expected: Any, what: str, hint: str | None = None) -> None:
+    """Like :func:`expect_equal`, but for long or nested values the message names the first position that differs."""
+    found = first_difference(actual, expected)
+    if found:
+        where, got, want = found
+        raise CheckFailed(f"{what}: first difference at {where or 'the top level'}: expected {want!r:.80}, got {got!r:.80}",
+                          hint)
+
+
+def call_unchanged(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``function`` and check that it changed none of its arguments in place; return its result.
+    A ``np.random.Generator`` argument may change (drawing from it should)."""
+    before = copy.deepcopy((args, kwargs))
+    result = function(*args, **kwargs)
+    for name, old, new in [(f"argument {i + 1}", a, b) for i, (a, b) in enumerate(zip(before[0], args))] + \
+                          [(f"argument {k}=", before[1][k], kwargs[k]) for k in kwargs]:
+        if isinstance(new, np.random.Generator):  # drawing from a generator changes it, as it should
+            continue
+        found = first_difference(new, old)
+        expect(found is None, f"the call changed its {name} in place"
+               + (f" (at {found[0].strip() or 'the top level'}: it was {found[2]!r:.60}, now {found[1]!r:.60})" if found else ""),
+               hint="work on a copy (list(x), x.copy(), x + y instead of x += y); never modify the inputs")
+    return result
 
 
 def _names(error: type[BaseException] | tuple[type[BaseException], ...]) -> str:

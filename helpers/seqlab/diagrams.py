@@ -2,6 +2,7 @@
 
     draw_rnn_cell()          # one step: a<t-1>, x<t> -> tanh -> a<t> -> softmax -> y<t>
     draw_unrolled_rnn(4)     # the same cell at 4 steps, the state handed from step to step
+    draw_sequence_shapes()   # many-to-many, many-to-one, one-to-many, encoder-decoder side by side
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
-__all__ = ["draw_rnn_cell", "draw_unrolled_rnn"]
+__all__ = ["SHAPES", "draw_rnn_cell", "draw_unrolled_rnn", "draw_sequence_shapes"]
 
 _CELL = {"boxstyle": "round,pad=0.02,rounding_size=0.08", "facecolor": "#dbe9f6", "edgecolor": "#2b6aa6", "lw": 1.5}
+_ENC = {"boxstyle": "round,pad=0.02,rounding_size=0.08", "facecolor": "#e4f1dc", "edgecolor": "#3d8b37", "lw": 1.5}
 _OUT = {"boxstyle": "round,pad=0.02,rounding_size=0.08", "facecolor": "#fde7d3", "edgecolor": "#c2621a", "lw": 1.5}
 
 
@@ -21,8 +23,10 @@ def _box(ax, x: float, y: float, w: float, h: float, text: str, style: dict, siz
     ax.text(x, y, text, ha="center", va="center", fontsize=size)
 
 
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], label: str = "", *, offset=(0.0, 0.0)) -> None:
-    ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "lw": 1.4, "color": "0.2"})
+def _arrow(ax, start: tuple[float, float], end: tuple[float, float], label: str = "", *, offset=(0.0, 0.0),
+           color: str = "0.2", style: str = "-", curve: float = 0.0) -> None:
+    ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "lw": 1.4, "color": color, "linestyle": style,
+                                                     "connectionstyle": f"arc3,rad={curve}"})
     if label:
         ax.text((start[0] + end[0]) / 2 + offset[0], (start[1] + end[1]) / 2 + offset[1], label,
                 ha="center", va="center", fontsize=10)
@@ -70,4 +74,54 @@ def draw_unrolled_rnn(steps: int = 4) -> Figure:
            title=f"the RNN unrolled over {steps} steps: every cell shares " + r"$W_{aa}, W_{ax}, b_a$")
     ax.axis("off")
     figure.tight_layout()
+    return figure
+
+
+# The four shapes of §6: for each, the steps that take an input, the steps that give an output, the
+# steps of the encoder (green; the rest decode), and whether each output is fed back as the next input.
+SHAPES = {
+    "many-to-many": {"steps": 3, "inputs": [0, 1, 2], "outputs": [0, 1, 2], "encoder": 0, "feedback": False,
+                     "example": "tag each word;\npredict the next character"},
+    "many-to-one": {"steps": 3, "inputs": [0, 1, 2], "outputs": [2], "encoder": 0, "feedback": False,
+                    "example": "the origin of a surname"},
+    "one-to-many": {"steps": 3, "inputs": [0], "outputs": [0, 1, 2], "encoder": 0, "feedback": True,
+                    "example": "generate a name"},
+    "encoder-decoder": {"steps": 5, "inputs": [0, 1, 2], "outputs": [3, 4], "encoder": 3, "feedback": True,
+                        "example": "translate; a date to ISO form"},
+}
+
+
+def draw_sequence_shapes() -> Figure:
+    """The four shapes of sequence problems (§6), one panel each: where inputs go in (below), where
+    outputs come out (above), the state passed along (right), and outputs fed back as inputs (dashed)."""
+    figure, axes = plt.subplots(1, len(SHAPES), figsize=(13.0, 3.4), gridspec_kw={"width_ratios": [3, 3, 3, 5]})
+    for ax, (name, shape) in zip(axes, SHAPES.items()):
+        inputs, outputs, n_enc = shape["inputs"], shape["outputs"], shape["encoder"]
+        for t in range(shape["steps"]):
+            x = 1.3 * t
+            _box(ax, x, 0.0, 0.8, 0.6, "", _ENC if t < n_enc else _CELL)
+            if t > 0:
+                _arrow(ax, (x - 0.88, 0.0), (x - 0.42, 0.0))
+            if t in inputs:
+                ax.text(x, -1.3, rf"$x^{{\langle {inputs.index(t) + 1} \rangle}}$" if len(inputs) > 1 else "$x$\n(or nothing)",
+                        ha="center", va="center", fontsize=11)
+                _arrow(ax, (x, -1.0), (x, -0.32))
+            if t in outputs:
+                ax.text(x, 1.3, rf"$\hat y^{{\langle {outputs.index(t) + 1} \rangle}}$" if len(outputs) > 1 else r"$\hat y$",
+                        ha="center", va="center", fontsize=11)
+                _arrow(ax, (x, 0.32), (x, 1.0))
+                if shape["feedback"] and t + 1 < shape["steps"]:  # this output is the next step's input
+                    _arrow(ax, (x + 0.2, 1.1), (x + 1.1, -0.35), color="#c2621a", style="--", curve=-0.25)
+        if n_enc:
+            ax.text(1.3 * (n_enc - 1) / 2, 0.62, "encoder", ha="center", va="center", fontsize=9, color="#3d8b37")
+            ax.text(1.3 * (n_enc + shape["steps"] - 1) / 2, -0.62, "decoder", ha="center", va="center", fontsize=9,
+                    color="#2b6aa6")
+        ax.set(xlim=(-0.8, 1.3 * (shape["steps"] - 1) + 0.8), ylim=(-2.3, 1.8))
+        ax.set_title(name, fontsize=12)
+        ax.text(0.5, 0.02, shape["example"], transform=ax.transAxes, ha="center", va="bottom", fontsize=9, color="0.3")
+        ax.axis("off")
+    figure.suptitle("shapes of sequence problems: the same cell, inputs and outputs in different places", fontsize=12)
+    figure.text(0.5, 0.01, "→ the state passed to the next step     ⇢ (dashed) an output fed back as the next input",
+                ha="center", va="bottom", fontsize=9, color="0.3")
+    figure.tight_layout(rect=(0, 0.05, 1, 1))
     return figure
