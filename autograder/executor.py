@@ -6,10 +6,12 @@ source, never the student's copy) and the graded test cells, whose calls of the 
 functions travel to the student runner as data (inkernel/wire.py). A test cell's verdict is
 what the trusted runner reports: nothing in the student's process can change it.
 
-Limits: a wall-clock timeout per cell (the runner interrupts itself; the grader kills a runner
-that does not answer), a deadline for the notebook, a byte budget for outputs, and a runner
-that dies (os._exit, a signal, the CPU or memory rlimit) ends the run with the reason in plain
-words instead of an exception.
+Limits: a timeout per cell that counts the runner's own time (wall time less the time it waited
+for a CPU that other processes held; inkernel/owntime.py), which the runner enforces itself; wall
+time beyond `Limits.backstop` × the timeout stops the cell whatever the runner's own time says,
+and the grader kills a runner that has not answered `GRACE_S` after that; a deadline for the
+notebook, a byte budget for outputs, and a runner that dies (os._exit, a signal, the CPU or memory
+rlimit) ends the run with the reason in plain words instead of an exception.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "inkernel"))
 from sandbox import Limits, Sandbox, Zygote  # noqa: E402
 from wire import Channel, PeerGone, WireError  # noqa: E402
 
-GRACE_S = 10  # beyond the cell timeout, before a runner that does not answer is killed
+GRACE_S = 10  # beyond the backstop (Limits.backstop × the cell timeout), before a runner that does not answer is killed
 STREAMS = ("stdout", "stderr")
 
 
@@ -51,6 +53,9 @@ class Execution:
     problems: list[str] = dataclasses.field(default_factory=list)  # plain-words reasons (runner died, ...)
     not_run: list[int] = dataclasses.field(default_factory=list)  # cell indexes never executed
     timed_out: list[int] = dataclasses.field(default_factory=list)
+    backstopped: set[int] = dataclasses.field(default_factory=set)  # timed out at the backstop (wall time)
+    cell_time: dict[int, dict] = dataclasses.field(default_factory=dict)  # cell index -> the runner's wall_s, own_s, ...
+    own_time: bool | None = None  # False: the runners could not tell own time (no schedstat) and counted wall time
     output_dropped_bytes: int = 0
     kernel_ready_s: float = 0.0
     seconds: float = 0.0
@@ -147,9 +152,10 @@ def start_runners(sandbox: Sandbox, plan: Plan) -> tuple[Side, Side]:
     peer_s, peer_t = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     budget = sandbox.limits.output_bytes
     try:
-        sandbox.student.fork({"side": "s", "output_bytes": budget}, s_theirs, peer_s)
+        backstop = sandbox.limits.backstop
+        sandbox.student.fork({"side": "s", "output_bytes": budget, "backstop": backstop}, s_theirs, peer_s)
         sandbox.trusted.fork({"side": "t", "output_bytes": budget, "answer_names": plan.answer_names,
-                              "classes": plan.classes}, t_theirs, peer_t)
+                              "classes": plan.classes, "backstop": backstop}, t_theirs, peer_t)
     finally:
         for sock in (s_theirs, t_theirs, peer_s, peer_t):
             sock.close()
@@ -179,11 +185,14 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
         execution.not_run = [i for i in code_cells if i >= index and i not in done]
 
     def ask(side: Side, index: int, message: dict, timeout: float) -> dict:
+        """The runner stops the cell at its own time limit, or at the backstop; a runner still silent after the
+        backstop and GRACE_S is killed."""
         began = time.monotonic()
+        wait = limits.backstop * timeout + GRACE_S
         try:
-            return side.ask(message, timeout + GRACE_S)
+            return side.ask(message, wait)
         except RunnerDied as error:
-            timed = time.monotonic() - began >= timeout + GRACE_S - 1
+            timed = time.monotonic() - began >= wait - 1
             if timed:
                 side.kill()
             raise Stop(index, side, timed, str(error)) from None
@@ -193,8 +202,11 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
         try:
             student, trusted = start_runners(sandbox, plan)
             for side in (student, trusted):
-                if not side.channel.recv(time.monotonic() + 60).get("ready"):
+                ready = side.channel.recv(time.monotonic() + 60)
+                if not ready.get("ready"):
                     raise WireError("the runner did not say it is ready")
+                if side is trusted:  # the student's runner could say anything; both run on the same kernel
+                    execution.own_time = ready.get("own_time") is True
         except (RuntimeError, WireError) as error:
             stop(f"the kernel did not start: {error}", 0)
             return execution
@@ -226,8 +238,14 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
             outputs = clean_outputs(reply.get("outputs"), budget, execution)
             dropped = reply.get("dropped")
             execution.output_dropped_bytes += dropped if isinstance(dropped, int) and dropped > 0 else 0
-            if any(o.output_type == "error" and o.ename == "CellTimeout" for o in outputs):
+            timeouts = [o for o in outputs if o.output_type == "error" and o.ename == "CellTimeout"]
+            if timeouts:
                 execution.timed_out.append(index)
+                if any("backstop" in o.evalue for o in timeouts):
+                    execution.backstopped.add(index)
+            if isinstance(reply.get("time"), dict):
+                execution.cell_time[index] = {k: v for k, v in reply["time"].items()
+                                              if isinstance(k, str) and isinstance(v, (int, float))}
             if index in plan.tests and status == "error":
                 line, hidden = reply.get("error_line"), plan.hidden_from.get(index)
                 if hidden is not None and (not isinstance(line, int) or line >= hidden):
@@ -243,16 +261,19 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
         index = stopped.index
         if stopped.side is student:
             status_info = sandbox.student.wait_exit(5)
+            backstop = f"{limits.backstop:g} × {limits.cell_timeout} s of wall time"
             if stopped.timed_out and index in done:
                 reason = (f"a test in cell #{index - 1} called the student's code, which ran past the "
-                          f"{limits.cell_timeout} s limit and did not answer the interrupt; the kernel was stopped")
+                          f"{limits.cell_timeout} s limit and did not answer the interrupt by the backstop "
+                          f"({backstop}); the kernel was stopped")
             elif stopped.timed_out:
                 reason = (f"cell #{index} ran past the {limits.cell_timeout} s limit and did not answer the "
-                          "interrupt; the kernel was stopped")
+                          f"interrupt by the backstop ({backstop}); the kernel was stopped")
             else:
                 reason = f"{describe_exit(status_info, limits)} while running cell #{index}"
         else:
-            reason = (f"the test in cell #{index} ran past the {limits.cell_timeout} s limit" if stopped.timed_out
+            reason = (f"the test in cell #{index} ran past the {limits.cell_timeout} s limit and did not stop by the "
+                      f"backstop ({limits.backstop:g} × {limits.cell_timeout} s of wall time)" if stopped.timed_out
                       else f"the test kernel stopped while running cell #{index} ({stopped.detail})")
         if stopped.timed_out and index not in done:
             execution.timed_out.append(index)

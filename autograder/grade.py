@@ -211,7 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel sandboxes (default: every core)")
     parser.add_argument("--db-url", help="SQLAlchemy URL of the gradebook (default: sqlite in the workspace)")
     parser.add_argument("--memory-gb", type=float, default=4.0, help="memory limit per kernel (default 4)")
-    parser.add_argument("--cell-timeout", type=int, default=60)
+    parser.add_argument("--cell-timeout", type=int, default=60,
+                        help="seconds per cell of the kernel's own time: waiting for a CPU is not counted (default 60)")
+    parser.add_argument("--backstop", type=float, default=3.0,
+                        help="wall time beyond BACKSTOP x the cell timeout always stops a cell (default 3)")
     parser.add_argument("--notebook-timeout", type=int, default=600)
     parser.add_argument("--regrade", action="store_true", help="grade everything again, even unchanged submissions")
     parser.add_argument("--allow-unsandboxed", action="store_true",
@@ -239,6 +242,13 @@ def main(argv: list[str] | None = None) -> int:
               "--tmpfs /tmp:size=256m (autograder/README.md).", file=sys.stderr)
     else:
         probe.remove()
+    sys.path.insert(0, str(HERE / "inkernel"))
+    from owntime import available as own_time_available
+
+    own_time, why = own_time_available()
+    if not own_time:
+        print(f"grade: NOTE: {why}; cell time limits count wall time here, so time spent waiting for a CPU that "
+              "other processes hold counts against a student (autograder/README.md, Limits).", file=sys.stderr)
     workspace = args.workspace.expanduser().resolve()
     if not (workspace / "nbgrader_config.py").exists():
         make_workspace(workspace, args.db_url)
@@ -269,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             results_dirs.append(out)
             if args.regrade or not up_to_date(out, submission, version):
                 jobs.append((str(submission), chapter, student_dir.name, str(out)))
-    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+    limits = Limits(cell_timeout=args.cell_timeout, backstop=max(1.0, args.backstop), notebook_timeout=args.notebook_timeout,
                     memory_bytes=int(args.memory_gb * 2**30))
     print(f"grade: {len(results_dirs)} submissions, {len(jobs)} to grade, {args.jobs} parallel sandbox(es)"
           f"{'' if sandboxed else ' (UNSANDBOXED)'}", file=sys.stderr)

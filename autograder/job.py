@@ -49,7 +49,7 @@ from executor import Plan, run  # noqa: E402
 from sandbox import Limits, Sandbox  # noqa: E402
 
 REPO = HERE.parent
-CODE_FILES = ["job.py", "executor.py", "sandbox.py", "inkernel/runner.py", "inkernel/wire.py",
+CODE_FILES = ["job.py", "executor.py", "sandbox.py", "inkernel/runner.py", "inkernel/wire.py", "inkernel/owntime.py",
               "inkernel/zygote.py", "course_preprocessors.py", "feedback.py", "safe_input.py", "cgroups.py"]
 RESULT_VERSION = 2
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
@@ -289,8 +289,18 @@ def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) ->
         KeepWarningsVisible().preprocess_cell(cell, {}, 0)
     nb, _ = LimitOutput().preprocess(nb, {})
     problems = list(execution.problems)
+    limits = sandbox.limits
     for index in execution.timed_out:
-        problems.append(f"cell #{index} ran longer than {sandbox.limits.cell_timeout} s and was interrupted")
+        if index in execution.backstopped:
+            problems.append(f"cell #{index} ran longer than {limits.backstop:g} × {limits.cell_timeout} s of wall time "
+                            "(the backstop: the machine was very busy, or the code kept the runner from keeping "
+                            "time) and was interrupted")
+        elif execution.own_time is False:
+            problems.append(f"cell #{index} ran longer than {limits.cell_timeout} s of wall time and was interrupted "
+                            "(this machine gives no scheduler statistics, so waiting for a CPU counted)")
+        else:
+            problems.append(f"cell #{index} ran longer than {limits.cell_timeout} s of its own time (waiting for a "
+                            "CPU that other processes held not counted) and was interrupted")
     memory = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
         o.get("ename") == "MemoryError" or "MemoryError" in str(o.get("text", "")) for o in c.outputs)]
     for index in memory:

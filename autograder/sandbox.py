@@ -41,7 +41,8 @@ ETC_FILES = ["ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd",
 class Limits:
     """What one notebook may use. The defaults suit this course's grading mode (COURSE.md)."""
 
-    cell_timeout: int = 60  # wall seconds per cell, as nbgrader_config.py
+    cell_timeout: int = 60  # seconds of own time per cell (wall time less waiting for a CPU; inkernel/owntime.py)
+    backstop: float = 3.0  # wall time beyond backstop × cell_timeout always stops a cell
     notebook_timeout: int = 600  # wall seconds for the whole notebook
     cpu_seconds: int = 600  # CPU seconds for the runner process, whole notebook (RLIMIT_CPU)
     memory_bytes: int = 4 * 2**30  # address space the runner may add to the preloaded libraries' (RLIMIT_AS)

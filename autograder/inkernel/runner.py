@@ -11,6 +11,9 @@ One process per notebook and side, forked from a zygote (zygote.py):
 The grader talks to each runner on its control socket: {"op": "run", "code", ...} →
 {"status", "outputs", ...}. No file, socket path or configuration of the grader's lies where
 a submission could write it: both sockets are inherited file descriptors.
+
+Time limits count each runner's own time, not the time it waited for a CPU that others held
+(owntime.py); wall time beyond ``backstop`` × the limit always stops a cell.
 """
 
 from __future__ import annotations
@@ -24,20 +27,14 @@ import select
 import signal
 import socket
 import sys
-import time
 import traceback
 
+from owntime import CLOCKS, CellTimeout, Clock, RunQueue, on_alarm  # noqa: F401
 from wire import Channel, Codec, Peer, Remote, RemoteError, WireError, write_back  # noqa: F401
 
 CALL_OUTPUT_BYTES = 64 * 1024  # what a student's function may print during one call from a test (then dropped)
-
-
-class CellTimeout(Exception):
-    """The cell (or a call from a test) ran past its time."""
-
-
-def _alarm(signum, frame):
-    raise CellTimeout("the cell ran past its time limit and was interrupted")
+BACKSTOP = 3.0  # wall time beyond BACKSTOP × the time limit always stops a cell (the grader may say otherwise)
+IDLE_S = 30.0  # the time limit of a request that comes outside any cell
 
 
 class Outputs:
@@ -181,10 +178,12 @@ class Runner:
         self.shell = make_shell(self.outputs_ref)
         self.codec = Codec(side)
         self.codec.names = self.resolve_name
-        self.peer = Peer(Channel(peer), self.codec, self.serve, self.peer_timeout)
-        self.deadline: float | None = None
+        self.queue = RunQueue()  # this (the main) thread's run-queue wait: what own time does not count
+        self.backstop = max(1.0, float(config.get("backstop", BACKSTOP)))
+        self.peer = Peer(Channel(peer), self.codec, self.serve, self.peer_timeout, hooks=self)
+        self.peer.errors["CellTimeout"] = CellTimeout  # a call of the student's code that ran out of time
         self.answer_names: list[str] = list(config.get("answer_names", []))
-        signal.signal(signal.SIGALRM, _alarm)
+        signal.signal(signal.SIGALRM, on_alarm)
         import comm  # ipywidgets asks comm for a channel to a front end; there is none while grading
 
         comm.create_comm = lambda *args, **kwargs: comm.DummyComm(*args, **kwargs)
@@ -198,10 +197,46 @@ class Runner:
         except KeyError:
             raise NameError(f"name {name!r} is not defined in the student's notebook") from None
 
-    def peer_timeout(self) -> float | None:
-        if self.deadline is None:
-            return 30.0
-        return max(0.1, self.deadline - time.monotonic())
+    # -- time limits of requests (owntime.py) -----------------------------------------------------------
+    def peer_timeout(self) -> tuple[float, float]:
+        """(own, wall) seconds the other side may take to answer a request: what is left of the limit in force."""
+        if not CLOCKS:
+            return IDLE_S, IDLE_S * self.backstop
+        own, wall = CLOCKS[-1].left()
+        return max(0.1, own), max(0.1, wall)
+
+    def request_begun(self):
+        clock = CLOCKS[-1] if CLOCKS else None
+        return (clock, clock.call_begun()) if clock is not None else None
+
+    def request_ended(self, token, reply: dict | None) -> None:
+        """The other side's run-queue wait during the call is not this side's own time (capped by Clock.call_ended)."""
+        if token is not None:
+            clock, begun = token
+            reply = reply if isinstance(reply, dict) else {}
+            error = reply.get("error")
+            clock.call_ended(begun, reply.get("waited"), isinstance(error, dict) and error.get("type") == "CellTimeout")
+
+    def answer_begun(self, message: dict):
+        """The student side answers each request under a clock of its own: the time the test has left."""
+        began = self.queue.wait()
+        clock = None
+        if self.side == "s":
+            own, wall = message.get("seconds"), message.get("wall")
+            own = float(own) if isinstance(own, (int, float)) and own > 0 else IDLE_S
+            wall = float(wall) if isinstance(wall, (int, float)) and wall > 0 else own * self.backstop
+            clock = Clock(own, wall, self.queue, call=True)
+            clock.open()
+        return clock, began
+
+    def answer_ended(self, token) -> dict:
+        """Close the request's clock; tell the other side how long this side waited for a CPU meanwhile."""
+        if token is None:
+            return {}
+        clock, began = token
+        if clock is not None:
+            clock.close_quietly()
+        return {"waited": round(self.queue.wait() - began, 6)}
 
     # -- requests of the other kernel ------------------------------------------------------------------
     def target(self, node) -> object:
@@ -265,8 +300,7 @@ class Runner:
         return self.call_student(target, args, kwargs, message)
 
     def call_student(self, target, args: list, kwargs: dict, message: dict) -> dict:
-        """Run the student's code for a test; report its result and the arguments it changed."""
-        left = message.get("seconds")
+        """Run the student's code for a test (under the request's clock); report its result and the arguments it changed."""
         saved = sys.stdout, sys.stderr
         printed = [0]
 
@@ -274,13 +308,10 @@ class Runner:
             printed[0] += len(text)
 
         sys.stdout, sys.stderr = Stream(sink, "stdout"), Stream(sink, "stderr")
-        if isinstance(left, (int, float)) and left > 0:
-            signal.setitimer(signal.ITIMER_REAL, float(left))
         try:
             result = target(*args, **kwargs)
             value = self.codec.encode(result)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = saved
         changed = {}
         for key, (original, now) in self.arguments(message, args, kwargs):
@@ -346,31 +377,38 @@ class Runner:
     def run_cell(self, message: dict) -> dict:
         code = str(message.get("code", ""))
         timeout = float(message.get("timeout", 60))
-        self.deadline = time.monotonic() + timeout
         outputs = Outputs(max(0, self.total_output_budget))
         self.outputs_ref[0] = outputs
-        if self.side == "t":
-            self.bind_names(code, message)
         saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = Stream(outputs.stream, "stdout"), Stream(outputs.stream, "stderr")
         self.shell.last_error_line = None
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        clock = Clock(timeout, self.backstop * timeout, self.queue)
+        result, late = None, None
         try:
+            clock.open()
+            if self.side == "t":
+                self.bind_names(code, message)
+            sys.stdout, sys.stderr = Stream(outputs.stream, "stdout"), Stream(outputs.stream, "stderr")
             result = self.shell.run_cell(code, store_history=True, silent=False)
+        except CellTimeout as error:  # outside the cell's own code: fetching its names, or the runner's steps
+            late = error
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            clock.close_quietly()
             sys.stdout, sys.stderr = saved
-            self.deadline = None
+        figures = clock.figures()
         if self.side == "t":
             self.register(self.config.get("classes"))
         self.total_output_budget -= outputs.used
-        status = "ok" if result.success else "error"
-        if not result.success and not any(o["output_type"] == "error" for o in outputs.items):
+        if result is None:
+            outputs.error("CellTimeout", str(late), [])
+            status = "error"
+        else:
+            status = "ok" if result.success else "error"
+        if result is not None and not result.success and not any(o["output_type"] == "error" for o in outputs.items):
             error = result.error_in_exec or result.error_before_exec
             outputs.error(type(error).__name__, str(error), [])
         return {"status": status, "outputs": outputs.items, "dropped": outputs.dropped,
                 "error_line": self.shell.last_error_line, "count": self.shell.execution_count - 1,
-                "peer_broken": self.peer.broken}
+                "peer_broken": self.peer.broken, "time": figures}
 
     def bind_names(self, code: str, message: dict) -> None:
         """Before a test cell: the answer names and the names the cell needs, from the student kernel."""
@@ -415,9 +453,13 @@ class Runner:
                     channels = [self.control.sock]
                     continue
                 if message.get("kind") == "req":
-                    self.deadline = time.monotonic() + float(message.get("seconds") or 30)
-                    reply = self.peer.answer(message)
-                    self.deadline = None
+                    try:
+                        reply = self.peer.answer(message)
+                    except CellTimeout as error:  # the request's one interrupt, in the runner's own steps
+                        while CLOCKS:
+                            CLOCKS[-1].close_quietly()
+                        reply = {"kind": "rep", "id": message.get("id"),
+                                 "error": {"type": "CellTimeout", "message": str(error)}}
                     try:
                         self.peer.channel.send(reply, timeout=30)
                     except WireError:
@@ -428,5 +470,5 @@ def main(control_fd: int, peer_fd: int, config: dict) -> None:
     control = socket.socket(fileno=control_fd)
     peer = socket.socket(fileno=peer_fd)
     runner = Runner(config["side"], control, peer, config)
-    runner.control.send({"ready": True})
+    runner.control.send({"ready": True, "own_time": runner.queue.available, "own_time_problem": runner.queue.reason})
     runner.loop()

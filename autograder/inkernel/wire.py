@@ -741,12 +741,17 @@ class Peer:
     the other side may do with this side's objects (the trusted side exposes only public names).
     """
 
-    def __init__(self, channel: Channel, codec: Codec, serve: Callable[[dict], dict], timeout: Callable[[], float | None]):
+    def __init__(self, channel: Channel, codec: Codec, serve: Callable[[dict], dict],
+                 timeout: Callable[[], tuple[float, float]], hooks=None):
         self.channel = channel
         self.codec = codec
         codec.peer = self
         self.serve = serve
-        self.timeout = timeout
+        self.timeout = timeout  # () -> (own seconds left, wall seconds left) of the time limit in force
+        # hooks (the runner's time limits, owntime.py): request_begun() -> token, request_ended(token, reply or
+        # None); answer_begun(message) -> token, answer_ended(token) -> fields added to the reply
+        self.hooks = hooks
+        self.errors: dict[str, type] = {}  # error names of the other side raised here as these classes
         self.randoms = RandomStates()
         self.next_id = 1
         self.broken: str | None = None
@@ -790,21 +795,32 @@ class Peer:
             message["options"] = {str(k): self.codec.encode(v) for k, v in fields["options"].items()}
         import time
 
-        limit = self.timeout()
-        deadline = None if limit is None else time.monotonic() + limit
-        message["seconds"] = limit
+        own, wall = self.timeout()
+        deadline = time.monotonic() + wall
+        # the other side stops itself at these (owntime.py), a little before this side's deadline so that its
+        # answer arrives in time
+        message["seconds"], message["wall"] = own, max(0.05, wall - min(0.5, 0.1 * wall))
+        token = self.hooks.request_begun() if self.hooks is not None else None
+        reply = None
         try:
-            self.channel.send(message, timeout=limit)
+            self.channel.send(message, timeout=wall)
             while True:
-                reply = self.channel.recv(deadline)
-                if reply.get("kind") == "req":
-                    self.channel.send(self.answer(reply), timeout=limit)
+                incoming = self.channel.recv(deadline)
+                if incoming.get("kind") == "req":
+                    self.channel.send(self.answer(incoming), timeout=max(0.1, deadline - time.monotonic()))
                     continue
-                if reply.get("kind") == "rep" and reply.get("id") == ident:
+                if incoming.get("kind") == "rep" and incoming.get("id") == ident:
+                    reply = incoming
                     break
         except WireError as error:
             self.broken = str(error)
             raise RemoteError(f"the other kernel did not answer: {error}") from None
+        except BaseException:  # interrupted while waiting (the time limit): the channel is in an unknown state
+            self.broken = self.broken or "a request was interrupted while its answer was awaited"
+            raise
+        finally:
+            if self.hooks is not None:
+                self.hooks.request_ended(token, reply)
         self.randoms.incoming(reply.get("rng"))
         if args is not None and isinstance(reply.get("changed"), dict):
             positional, keywords = args
@@ -821,12 +837,16 @@ class Peer:
                         self.sent[id(target)][1] = fingerprint(target)
         if reply.get("error"):
             error = reply["error"]
-            raise rebuild_exception(str(error.get("type", "Exception")), str(error.get("message", ""))[:4000])
+            name, text = str(error.get("type", "Exception")), str(error.get("message", ""))[:4000]
+            raise self.errors[name](text) if name in self.errors else rebuild_exception(name, text)
         return self.codec.decode(reply.get("value"))
 
     def answer(self, message: dict) -> dict:
         """Answer one request of the other side (called while this side waits for its own reply)."""
+        token = None
         try:
+            if self.hooks is not None:
+                token = self.hooks.answer_begun(message)  # the time limit of this request (owntime.py)
             self.randoms.incoming(message.get("rng"))
             reply = self.serve(message)
         except WireError as error:
@@ -835,5 +855,7 @@ class Peer:
             if isinstance(error, (SystemExit, KeyboardInterrupt)) and not isinstance(error, KeyboardInterrupt):
                 raise
             reply = {"error": {"type": type(error).__name__, "message": str(error)[:4000]}}
+        if self.hooks is not None:
+            reply.update(self.hooks.answer_ended(token))
         reply.update({"kind": "rep", "id": message.get("id"), "rng": self.randoms.outgoing()})
         return reply

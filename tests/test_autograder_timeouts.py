@@ -1,0 +1,236 @@
+"""Cell time limits of the grader count a kernel's own time (autograder/inkernel/owntime.py).
+
+A cell's time is wall time less the time its runner waited for a CPU that other processes held;
+sleeping and blocking still count; wall time beyond the backstop (Limits.backstop × the limit)
+always stops a cell. Here the runners of one worker are pinned to one CPU, and "contention" is
+spinning processes pinned to that same CPU, so the runners get a fraction of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import nbformat
+import pytest
+
+from course import REPO, record
+
+sys.path.insert(0, str(REPO / "autograder"))
+sys.path.insert(0, str(REPO / "autograder" / "inkernel"))
+import executor  # noqa: E402
+from executor import Plan, run  # noqa: E402
+from owntime import CellTimeout, Clock, RunQueue, on_alarm  # noqa: E402
+from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
+
+CPU = max(os.sched_getaffinity(0))  # the runners and the hogs share this one
+LIMIT = 3  # seconds per cell in these tests
+
+
+def spin(seconds: float) -> str:
+    """A cell that uses `seconds` of CPU time of its own, then prints what it used."""
+    return ("import time\n_t0 = time.thread_time()\n"
+            f"while time.thread_time() - _t0 < {seconds}:\n    pass\nprint('cpu', round(time.thread_time() - _t0, 3))")
+
+
+SPIN_FUNCTION = ("def spin(seconds):\n    import time\n    t0 = time.thread_time()\n"
+                 "    while time.thread_time() - t0 < seconds:\n        pass\n    return round(time.thread_time() - t0, 3)")
+
+
+@contextlib.contextmanager
+def hogs(count: int):
+    """`count` processes spinning on CPU (outside the sandbox's control group: they are other students, the machine)."""
+    code = f"import os\nos.sched_setaffinity(0, {{{CPU}}})\nwhile True:\n    pass\n"
+    # each in a session of its own: with autogrouping, processes of one session share one CPU's worth
+    procs = [subprocess.Popen([sys.executable, "-c", code], start_new_session=True) for _ in range(count)]
+    try:
+        time.sleep(0.3)
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {CPU})  # the fork servers inherit it, and so every runner they fork
+    try:
+        worker = Sandbox(tmp_path_factory.mktemp("worker"), Limits(cell_timeout=LIMIT),
+                         sandboxed=bubblewrap() is not None)
+        worker.start()
+    finally:
+        os.sched_setaffinity(0, before)
+    yield worker
+    worker.close()
+
+
+def execute(sandbox, cells: list[str], tests=(), answer_names=(), limit: float = LIMIT, backstop: float = 3.0):
+    sandbox.limits = dataclasses.replace(sandbox.limits, cell_timeout=limit, backstop=backstop)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    plan = Plan(tests=set(tests), course={}, answer_names=list(answer_names), classes=[], hidden_from={})
+    sandbox.reset_scratch()
+    execution = run(nb, sandbox, plan)
+    sandbox.after_submission()
+    return execution, nb
+
+
+def texts(nb, index: int) -> str:
+    return "".join(str(o.get("text", "")) + str(o.get("evalue", "")) for o in nb.cells[index].outputs)
+
+
+def needs_own_time(execution) -> None:
+    if execution.own_time is False:
+        pytest.skip("this kernel gives no scheduler statistics: the limits count wall time here")
+
+
+# -- the clock itself, in this process -------------------------------------------------------------------
+
+def test_without_scheduler_statistics_own_time_is_wall_time():
+    queue = RunQueue("/nonexistent/schedstat")
+    assert not queue.available and "cannot be read" in queue.reason
+    assert queue.wait() == 0.0
+    clock = Clock(1.0, 3.0, queue)
+    time.sleep(0.05)
+    assert clock.own() == pytest.approx(clock.wall(), abs=1e-3)
+
+
+@pytest.mark.slow
+def test_the_clock_forgives_waiting_for_a_cpu_and_nothing_else():
+    queue = RunQueue()
+    if not queue.available:
+        pytest.skip(queue.reason)
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {CPU})
+    try:
+        with hogs(2):
+            clock = Clock(0.5, 5.0, queue).open()
+            try:
+                t0 = time.thread_time()
+                while time.thread_time() - t0 < 0.3:  # 0.3 s of CPU, about 0.9 s of wall time among two hogs
+                    pass
+                wall, own = clock.wall(), clock.own()
+            finally:
+                clock.close_quietly()
+        assert wall > 0.5 and own < 0.5, (wall, own)
+        clock = Clock(0.3, 5.0, queue).open()  # sleeping is the cell's own time
+        with pytest.raises(CellTimeout, match="time limit of 0.3 s"):
+            try:
+                time.sleep(5)
+            finally:
+                clock.close_quietly()
+        assert 0.3 <= clock.wall() < 0.6
+    finally:
+        os.sched_setaffinity(0, before)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# -- whole notebooks, in the grader's two runners -----------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_cell_slowed_down_by_other_processes_is_not_a_timeout(sandbox):
+    """About 0.6 x the limit of CPU, among three hogs on the same CPU: wall time past the limit, own time within it."""
+    with hogs(3):
+        execution, nb = execute(sandbox, [spin(0.6 * LIMIT), SPIN_FUNCTION, f"print(spin({0.6 * LIMIT}))"],
+                                tests={2}, answer_names=["spin"], backstop=5)
+    needs_own_time(execution)
+    assert execution.replies == {0: "ok", 1: "ok", 2: "ok"}, [texts(nb, i) for i in range(3)]
+    assert not execution.timed_out and not execution.problems
+    cell, call = execution.cell_time[0], execution.cell_time[2]
+    record("autograder_own_time", limit_s=LIMIT, hogs=3, cell_wall_s=cell["wall_s"], cell_own_s=cell["own_s"],
+           cell_waited_s=cell["waited_s"], call_wall_s=call["wall_s"], call_own_s=call["own_s"],
+           call_credit_s=call["credit_s"])
+    assert cell["wall_s"] > LIMIT > cell["own_s"], cell  # the contention was real, and forgiven
+    # through a test's call of the student's function: the student's wait comes back as credit
+    assert call["wall_s"] > LIMIT > call["own_s"] and call["credit_s"] > 0, call
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("busy", [0, 1], ids=["quiet", "contended"])
+def test_a_cell_that_spins_past_its_limit_is_stopped(sandbox, busy):
+    with hogs(busy):
+        execution, nb = execute(sandbox, ["while True:\n    pass", "print('next')"], limit=2)
+    assert execution.timed_out == [0] and execution.replies[1] == "ok", execution.problems
+    cell = execution.cell_time[0]
+    record(f"autograder_spin_timeout_{busy}_hogs", limit_s=2, backstop=3, **cell)
+    if 0 not in execution.backstopped:  # (the backstop, 6 s of wall time, comes first only on a very busy CPU)
+        assert "time limit of 2 s" in texts(nb, 0) and 2 <= cell["own_s"] < 2.5, cell
+    assert cell["wall_s"] < 3 * 2 + 0.5, cell
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("busy", [0, 1], ids=["quiet", "contended"])
+def test_a_test_calling_a_student_function_that_spins_forever(sandbox, busy):
+    cells = ["def forever():\n    while True:\n        pass", "forever()", "print('student after')",
+             "assert 1 + 1 == 2\nprint('test after')"]
+    with hogs(busy):
+        execution, nb = execute(sandbox, cells, tests={1, 3}, answer_names=["forever"], limit=2)
+    assert execution.timed_out == [1] and execution.replies[1] == "error", execution.problems
+    # stopped by the student's runner at what the test had left, or by the test's own runner once the call ends
+    assert "ran past" in texts(nb, 1), texts(nb, 1)
+    assert execution.replies[2] == execution.replies[3] == "ok" and not execution.problems
+    assert "student after" in texts(nb, 2) and "test after" in texts(nb, 3)
+    assert execution.cell_time[1]["wall_s"] < 3 * 2 + 0.5
+
+
+@pytest.mark.slow
+def test_a_student_that_sleeps_or_blocks_is_stopped_at_the_limit(sandbox):
+    """Not runnable, so nothing to forgive: stopped at the limit of wall time, even on a busy CPU."""
+    cells = ["import time\ntime.sleep(10**6)", "import subprocess\nsubprocess.run(['sleep', '1000'])",
+             "def nap():\n    import time\n    time.sleep(10**6)", "nap()", "print('after')"]
+    with hogs(2):
+        execution, nb = execute(sandbox, cells, tests={3}, answer_names=["nap"], limit=2)
+    assert execution.timed_out == [0, 1, 3] and execution.replies[4] == "ok", execution.problems
+    for index in (0, 1, 3):
+        # (the wall time includes ending the cell: killing `sleep`, the traceback, on a third of a CPU)
+        assert 2 <= execution.cell_time[index]["wall_s"] < 3, (index, execution.cell_time[index])
+
+
+@pytest.mark.slow
+def test_the_backstop_holds(sandbox, monkeypatch):
+    limit, backstop = 2, 2.0
+    # the student's runner is told that it waited for a CPU all the time: its own time never grows
+    lie = ("import sys, time\nsys.modules['owntime'].RunQueue.wait = lambda self: 10 * time.monotonic()\n"
+           "while True:\n    pass")
+    execution, nb = execute(sandbox, [lie, "print('next')"], limit=limit, backstop=backstop)
+    assert execution.timed_out == [0] and execution.backstopped == {0} and execution.replies[1] == "ok"
+    assert "backstop" in texts(nb, 0)
+    assert limit * backstop <= execution.cell_time[0]["wall_s"] < limit * backstop + 0.5, execution.cell_time[0]
+    lying = execution.cell_time[0]
+
+    # code that swallows the interrupt at the limit gets a second one at the backstop; the next cells still run
+    swallow = "try:\n    while True:\n        pass\nexcept Exception:\n    print('swallowed')\nwhile True:\n    pass"
+    execution, nb = execute(sandbox, [swallow, "print('next')"], limit=limit, backstop=backstop)
+    assert execution.timed_out == [0] and execution.backstopped == {0} and execution.replies[1] == "ok"
+    assert "swallowed" in texts(nb, 0) and not execution.problems
+
+    # the student's replies claim a huge wait: the test credits at most the wall time of each call
+    forge = ("import sys\n_R = sys.modules['runner'].Runner\n_answer_ended = _R.answer_ended\n"
+             "_R.answer_ended = lambda self, token: {**_answer_ended(self, token), 'waited': 1e9}\n" + SPIN_FUNCTION)
+    execution, nb = execute(sandbox, [forge, "while True:\n    spin(0.2)", "print('next')"], tests={1},
+                            answer_names=["spin"], limit=limit, backstop=backstop)
+    assert 1 in execution.timed_out and 1 in execution.backstopped, (execution.problems, texts(nb, 1))
+    cell = execution.cell_time[1]
+    assert cell["credit_s"] <= cell["wall_s"] < limit * backstop + 0.5, cell
+    forged = cell
+
+    # a student that ignores the interrupt: the grader kills its kernel once the backstop and the grace are over
+    monkeypatch.setattr(executor, "GRACE_S", 2)
+    deaf = ("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+            "signal.setitimer = lambda *a, **k: (0.0, 0.0)\nwhile True:\n    pass")
+    began = time.monotonic()
+    execution, nb = execute(sandbox, [deaf, "print('next')"], limit=limit, backstop=backstop)
+    seconds = time.monotonic() - began
+    assert execution.timed_out == [0] and 1 in execution.not_run
+    assert any("backstop" in p and "kernel was stopped" in p for p in execution.problems), execution.problems
+    assert seconds < limit * backstop + 2 + 5, seconds
+    record("autograder_backstop", limit_s=limit, backstop=backstop, lying_clock_wall_s=lying["wall_s"],
+           forged_credit_wall_s=forged["wall_s"], forged_credit_s=forged["credit_s"], forged_own_s=forged["own_s"],
+           deaf_notebook_s=round(seconds, 2))
