@@ -83,12 +83,12 @@ def test_learner_mode_reaches_the_targets():
     record("ch08", **r)
     record("ch08_timing", notebook_seconds=round(seconds, 1))
     assert seconds < LEARNER_BUDGET_S, f"the notebook took {seconds:.0f} s"
-    # At least 99% exact match on the unambiguous test dates, within 0.2 points of chapter 7's GRU with attention.
+    # At least 99% exact match on the unambiguous test dates, and at least chapter 7's GRU with attention.
     assert r["dates_exact_match"] >= 0.99, r
-    assert r["attention_rnn_exact_match"] is None or r["dates_exact_match"] >= r["attention_rnn_exact_match"] - 0.002, r
-    # Seconds per epoch are measured and shown (on one CPU thread the small models are close: no assertion on speed here;
-    # the LM's record carries the speed comparison).
-    assert r["seconds_per_epoch"]["transformer_now"] > 0 and r["seconds_per_epoch"]["gru_now"] > 0, r
+    assert r["attention_rnn_exact_match"] is None or r["dates_exact_match"] >= r["attention_rnn_exact_match"], r
+    # Faster per epoch than chapter 7's model: processor time of both, measured at the same moment on the same batches.
+    seconds = r["seconds_per_epoch"]
+    assert 0 < seconds["transformer_now"] < seconds["attention_rnn_now"], seconds
     # The numbers: accuracy does not fall with length (8-9 digits within 5 points of 3-4 digits).
     by = {int(d): v[1] for d, v in r["numbers_by_digits"].items()}
     assert np.mean([by[d] for d in (8, 9)]) >= np.mean([by[d] for d in (3, 4)]) - 0.05, by

@@ -15,9 +15,9 @@
 
 Committed checkpoints (float16 weights) and their records come from::
 
-    python -m seqlab.transformer seq2seq --task dates --epochs 2 --threads 1
-    python -m seqlab.transformer seq2seq --task numbers --epochs 6 --threads 1
-    python -m seqlab.transformer lm --epochs 4 --threads 1 --time-limit 540      # repeat with --resume
+    python -m seqlab.transformer seq2seq --task dates --epochs 8 --lr 2e-3 --dropout 0 --threads 1
+    python -m seqlab.transformer seq2seq --task numbers --epochs 8 --lr 2e-3 --dropout 0 --threads 1
+    python -m seqlab.transformer lm --epochs 6 --threads 1 --time-limit 540      # repeat with --resume
                                                                                  # until it says "done"
 
 The language model's run is **resumable**: it stops after ``--time-limit`` seconds (mid-epoch if need be)
@@ -561,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--heads", type=int, default=4)
     s.add_argument("--layers", type=int, default=2)
     s.add_argument("--d-ff", type=int, default=256)
-    s.add_argument("--dropout", type=float, default=0.1)
+    # No dropout by default: on these generated tasks it did not raise dev accuracy (dates 100% with and
+    # without), and on a CPU its random masks cost about a third of each training step.
+    s.add_argument("--dropout", type=float, default=0.0)
     s.add_argument("--batch-size", type=int, default=64)
     s.add_argument("--lr", type=float, default=1e-3)
     s.add_argument("--seed", type=int, default=0)
