@@ -151,16 +151,18 @@ def test_learner_mode_reaches_the_targets():
     assert results["dev_accuracy"] >= results["dev_baseline"] + 0.005, results
     assert results["accuracy"] > 0.6, results
     assert results["perplexity"] < results["bigram_perplexity"] - 0.3, results
-    # The notebook's classifier is the ablation's seed 0 of the full model (§9): the same recipe, weights and
-    # batches. Not to the last digit on every machine: torch picks its CPU kernels by instruction set
-    # (ATEN_CPU_CAPABILITY=default instead of avx2 moved seed 0's test accuracy by one name of 827),
-    # and the record was made on another machine (there, dev was one name of 855 lower). Four names are
-    # tolerated; seeds 0-4 of the same recipe spread over about a point.
-    seed0 = next(r for r in name_ablation.load_results()["runs"] if r["variant"] == "full" and r["seed"] == 0)
-    assert abs(results["dev_accuracy"] - seed0["dev_accuracy"]) <= 0.005, (results, seed0)
-    assert abs(results["accuracy"] - seed0["test_accuracy"]) <= 0.005, (results, seed0)
+    runs = name_ablation.load_results()["runs"]
+    # On a CPU the notebook's classifier is the ablation's seed 0 of the full model (§9): the same recipe, weights
+    # and batches. Not to the last digit on every machine: torch picks its CPU kernels by instruction set
+    # (ATEN_CPU_CAPABILITY=default instead of avx2 moved seed 0's test accuracy by one name of 827), and on
+    # the CI machine of 23d3cb6 dev came out one name of 855 above the record. Four names are tolerated;
+    # seeds 0-4 of the same recipe spread over about a point.
+    if not torch.cuda.is_available():
+        seed0 = next(r for r in runs if r["variant"] == "full" and r["seed"] == 0)
+        assert abs(results["dev_accuracy"] - seed0["dev_accuracy"]) <= 0.005, (results, seed0)
+        assert abs(results["accuracy"] - seed0["test_accuracy"]) <= 0.005, (results, seed0)
     # §9: "with one-hot input the classifier falls below naive Bayes, on every seed"
-    one_hot = [r for r in name_ablation.load_results()["runs"] if r["variant"] == "one-hot input"]
+    one_hot = [r for r in runs if r["variant"] == "one-hot input"]
     assert max(r["dev_accuracy"] for r in one_hot) < results["dev_baseline"], results
     assert max(r["test_accuracy"] for r in one_hot) < results["baseline"], results
     assert 3.0 < results["perplexity"] < 12.0, results
