@@ -9,8 +9,10 @@ tests/adversarial/generate.py. Submissions that would endanger the machine under
 nbgrader (memory bombs, floods, endless loops) or stop its whole batch (duplicated test cells,
 sys.exit) are left out of BOTH runs, so the figure compares like with like. nbgrader runs in its own workspace with this course's configuration
 (the same 60 s cell timeout); this tool runs with --jobs = every core. Reported: both wall
-times, the speed-up, whether the honest submissions got identical scores, and the per-notebook
-overhead this tool measured (kernel start; the preload it avoids).
+times, the speed-up, whether the honest submissions got identical scores, and per chapter what the
+second kernel costs a notebook (medians over the honest ones): both runners forked and ready
+(kernel_ready_s), the course's definitions run again in the test kernel (course_rerun_s), and the
+wire (wire_s: the test cells' `calls` to the student's code, less the time that code ran).
 """
 
 from __future__ import annotations
@@ -56,6 +58,29 @@ def build_batch(root: Path, students: int, chapters: list[str]) -> dict[str, str
     return kinds
 
 
+def second_kernel(results: Path, kinds: dict[str, str]) -> dict[str, dict]:
+    """Per chapter, medians over the honest notebooks of what the second kernel costs (job.py's timings):
+    forking both runners, the course's definitions run again in the test kernel, and the wire (the test
+    cells' calls to the student's code, less the time that code itself ran)."""
+    from statistics import median
+
+    by_chapter: dict[str, list[dict]] = {}
+    for path in results.glob("*/*/result.json"):
+        result = json.loads(path.read_text())
+        if kinds.get(result["student"]) in HONEST:
+            by_chapter.setdefault(result["chapter"], []).extend(
+                e["timings"] for e in result["notebooks"].values() if "wire_s" in e.get("timings", {}))
+    summary = {}
+    for chapter, rows in sorted(by_chapter.items()):
+        med = {key: median(row[key] for row in rows) for key in
+               ("run_s", "kernel_ready_s", "test_cells_s", "calls", "wire_s", "course_rerun_s")}
+        extra = med["wire_s"] + med["course_rerun_s"]
+        summary[chapter] = {"notebooks": len(rows), **{k: round(v, 3) for k, v in med.items()},
+                            "extra_s": round(extra, 3), "extra_share": round(extra / med["run_s"], 3) if med["run_s"] else None,
+                            "wire_ms_per_call": round(1000 * med["wire_s"] / med["calls"], 2) if med["calls"] else None}
+    return summary
+
+
 def env() -> dict[str, str]:
     return {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
 
@@ -95,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                    for e in json.loads(p.read_text())["notebooks"].values() if e.get("timings")]
         ready = sorted(t["kernel_ready_s"] for t in timings)
         figures["kernel_ready_s_median"] = round(ready[len(ready) // 2], 3) if ready else None  # both runners forked
+        figures["second_kernel"] = second_kernel(ours / "autograder-results", kinds)
 
         if not args.skip_nbgrader:
             theirs = make_workspace(tmp / "nbgrader")

@@ -58,6 +58,7 @@ class Execution:
     own_time: bool | None = None  # False: the runners could not tell own time (no schedstat) and counted wall time
     output_dropped_bytes: int = 0
     kernel_ready_s: float = 0.0
+    course_rerun_s: float = 0.0  # the course's definitions run again in the test kernel (the second kernel's cost)
     seconds: float = 0.0
 
 
@@ -163,6 +164,12 @@ def start_runners(sandbox: Sandbox, plan: Plan) -> tuple[Side, Side]:
         Side("trusted", sandbox.trusted, Channel(t_ours, max_frame=64 * 2**20))
 
 
+def seconds_of(reply: dict) -> float:
+    """The wall time a runner reports for a cell (0 if it reports none)."""
+    wall = reply.get("time", {}).get("wall_s") if isinstance(reply.get("time"), dict) else None
+    return float(wall) if isinstance(wall, (int, float)) and 0 <= wall < 1e6 else 0.0
+
+
 class Stop(Exception):
     def __init__(self, index: int, side: Side, timed_out: bool, detail: str):
         super().__init__(detail)
@@ -225,9 +232,11 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
                     if names:  # the course's classes travel by value: the student's kernel must know them too
                         guard = (f"if not all(isinstance(globals().get(_n), type) for _n in {names!r}):\n"
                                  f"    exec(compile({code!r}, '<course definitions>', 'exec'), globals())")
-                        ask(student, index, {"op": "run", "code": guard, "timeout": timeout}, timeout)
+                        guarded = ask(student, index, {"op": "run", "code": guard, "timeout": timeout}, timeout)
+                        execution.course_rerun_s += seconds_of(guarded)
                 for code in plan.course.get(index, []):  # the course's own code, from the source
                     course = ask(trusted, index, {"op": "run", "code": code, "timeout": timeout}, timeout)
+                    execution.course_rerun_s += seconds_of(course)
                     if course.get("status") != "ok":
                         execution.problems.append(f"the course's definitions before cell #{index} failed in the "
                                                   "test kernel; tests after it may fail")

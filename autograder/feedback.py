@@ -14,6 +14,7 @@ the workers; after manual grading, `nbgrader generate_feedback` remakes it.
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import os
 
@@ -67,7 +68,9 @@ def plain_feedback(entry: dict, student: str, chapter: str, notebook: str) -> st
             f"<table>{rows}</table><ul>{notes}</ul></body></html>")
 
 
+@functools.lru_cache(maxsize=1)
 def exporter() -> HTMLExporter:
+    """One per worker process: its Jinja environment compiles the templates once, not for every notebook."""
     c = Config()
     c.HTMLExporter.template_name = "feedback"
     c.HTMLExporter.extra_template_basedirs = [os.path.join(NBGRADER, "server_extensions", "formgrader", "templates")]

@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 
 from course_preprocessors import KeepWarningsVisible  # noqa: E402
 from safe_input import Refused, entries, is_real_dir, read_file  # noqa: E402
-from executor import Plan, run  # noqa: E402
+from executor import Execution, Plan, run  # noqa: E402
 from sandbox import Limits, Sandbox  # noqa: E402
 
 REPO = HERE.parent
@@ -284,7 +284,8 @@ def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) ->
     if student is None:
         return {"status": "invalid", "problems": [reason], "cells": score_cells(canon, None, reason)}, canon
     nb, notes = rebuild(canon, student)
-    execution = run(nb, sandbox, plan_for(source, nb))
+    plan = plan_for(source, nb)
+    execution = run(nb, sandbox, plan)
     for cell in nb.cells:
         KeepWarningsVisible().preprocess_cell(cell, {}, 0)
     nb, _ = LimitOutput().preprocess(nb, {})
@@ -309,7 +310,21 @@ def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) ->
         problems.append(f"the notebook printed too much; {execution.output_dropped_bytes:,d} bytes of output were dropped")
     cells = score_cells(nb, execution)
     return {"status": "graded", "problems": problems, "repairs": notes, "cells": cells,
-            "timings": {"kernel_ready_s": round(execution.kernel_ready_s, 3), "run_s": round(execution.seconds, 3)}}, nb
+            "timings": timings(execution, plan)}, nb
+
+
+def timings(execution: Execution, plan: Plan) -> dict:
+    """Where a notebook's time went, and what the second kernel added (benchmark.py sums these up): forking both
+    runners, the course's definitions run again in the test kernel, and the test cells' calls to the student's
+    code less the time that code itself ran (encoding, the socket, decoding)."""
+    tests = [execution.cell_time.get(i, {}) for i in plan.tests]
+    calls_s = sum(t.get("call_s", 0.0) for t in tests)
+    student_s = sum(t.get("remote_s", 0.0) for t in tests)
+    return {"kernel_ready_s": round(execution.kernel_ready_s, 3), "run_s": round(execution.seconds, 3),
+            "test_cells_s": round(sum(t.get("wall_s", 0.0) for t in tests), 3),
+            "calls": int(sum(t.get("calls", 0) for t in tests)), "calls_s": round(calls_s, 3),
+            "student_code_s": round(student_s, 3), "wire_s": round(calls_s - student_s, 3),
+            "course_rerun_s": round(execution.course_rerun_s, 3)}
 
 
 def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox: Sandbox, feedback: bool = True) -> dict:

@@ -42,8 +42,16 @@ def test_grader_gives_the_solution_full_marks_and_the_release_none(chapter, kind
     problems = [p for entry in result["notebooks"].values() for p in entry.get("problems", [])]
     timings = [entry.get("timings", {}) for entry in result["notebooks"].values()]
     record(f"grader-{chapter}-{kind}", score=result["score"], max_score=result["max_score"],
-           run_s=sum(t.get("run_s", 0) for t in timings))
+           **{key: round(sum(t.get(key, 0) for t in timings), 3) for key in
+              ("run_s", "kernel_ready_s", "calls", "wire_s", "course_rerun_s")})
     if kind == "solution":
         assert result["score"] == result["max_score"] > 0, f"tests that fail under the grader: {failed}; {problems}"
+        # what the second kernel costs is accounted for (benchmark.py reports it): every chapter's tests call
+        # the student's code, and the wire's share of those calls is neither negative nor more than the calls
+        for t in timings:
+            assert t["calls"] > 0, f"no call from a test reached the student's code: {t}"
+            assert 0 <= t["student_code_s"] <= t["calls_s"] <= t["test_cells_s"] + 0.01 <= t["run_s"] + 0.01, t
+            assert t["wire_s"] == pytest.approx(t["calls_s"] - t["student_code_s"], abs=0.002), t
+            assert 0 <= t["course_rerun_s"] < t["run_s"], t
     else:
         assert result["score"] == 0, f"the untouched release scored {result['score']}"

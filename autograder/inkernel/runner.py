@@ -27,6 +27,7 @@ import select
 import signal
 import socket
 import sys
+import time
 import traceback
 
 from owntime import CLOCKS, CellTimeout, Clock, RunQueue, on_alarm  # noqa: F401
@@ -168,6 +169,64 @@ def make_shell(outputs_ref):
     return shell
 
 
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def names_from_outside(tree: ast.Module) -> set[str]:
+    """The names a cell reads but does not define: loaded where neither the cell's top level nor an enclosing
+    function binds them. A function's parameters and locals are its own (binding a student's global that
+    happens to share a parameter's name would copy it for nothing: a large table, in chapter 1)."""
+    stored: set[str] = set()  # bound at the top level (anywhere outside a function body, as before)
+    found: set[str] = set()
+
+    def bound_in(fn) -> set[str]:
+        args = fn.args
+        names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+        outer: set[str] = set()
+        for node in own_nodes(fn.body if isinstance(fn.body, list) else [fn.body]):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                outer.update(node.names)
+        return names - outer
+
+    def own_nodes(body: list):
+        """The nodes of a body, not descending into nested functions (but into their defaults and decorators)."""
+        stack = list(body)
+        while stack:
+            node = stack.pop()
+            yield node
+            if isinstance(node, FUNCTIONS):
+                stack += outside_parts(node)
+            else:
+                stack += list(ast.iter_child_nodes(node))
+
+    def outside_parts(fn) -> list:
+        """What a function definition evaluates where it is defined: decorators, defaults, annotations."""
+        args = fn.args
+        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        return list(getattr(fn, "decorator_list", [])) + args.defaults + [d for d in args.kw_defaults if d] + \
+            [a.annotation for a in every if a.annotation] + [r for r in [getattr(fn, "returns", None)] if r]
+
+    def visit(body: list, local: frozenset, top: bool) -> None:
+        for node in own_nodes(body):
+            if isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Load):
+                    if node.id not in local:
+                        found.add(node.id)
+                elif top:
+                    stored.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and top:
+                stored.add(node.name)
+            if isinstance(node, FUNCTIONS):
+                visit(node.body if isinstance(node.body, list) else [node.body], local | bound_in(node), False)
+
+    visit(tree.body, frozenset(), True)
+    return found - stored
+
+
 class Runner:
     def __init__(self, side: str, control: socket.socket, peer: socket.socket, config: dict):
         self.side = side
@@ -283,7 +342,9 @@ class Runner:
                 raise WireError("a gradient with respect to an argument that is not there")
             from seqlab.grading import value_and_grad
 
-            return {"value": self.codec.encode(value_and_grad(target, *args, wrt=wrt))}
+            began = time.monotonic()
+            result = value_and_grad(target, *args, wrt=wrt)
+            return {"value": self.codec.encode(result), "ran_s": round(time.monotonic() - began, 6)}
         if op == "callmethod":
             name = str(message.get("name"))
             if trusted and name.startswith("_"):
@@ -308,8 +369,10 @@ class Runner:
             printed[0] += len(text)
 
         sys.stdout, sys.stderr = Stream(sink, "stdout"), Stream(sink, "stderr")
+        began = time.monotonic()
         try:
             result = target(*args, **kwargs)
+            ran = time.monotonic() - began  # the student's code itself; the rest of the call is the wire's
             value = self.codec.encode(result)
         finally:
             sys.stdout, sys.stderr = saved
@@ -317,7 +380,7 @@ class Runner:
         for key, (original, now) in self.arguments(message, args, kwargs):
             if self.codec_equal(original, now) is False:
                 changed[key] = now
-        return {"value": value, "changed": changed}
+        return {"value": value, "changed": changed, "ran_s": round(ran, 6)}
 
     def arguments(self, message: dict, args: list, kwargs: dict):
         from wire import fingerprint, is_mutable
@@ -383,6 +446,7 @@ class Runner:
         self.shell.last_error_line = None
         clock = Clock(timeout, self.backstop * timeout, self.queue)
         result, late = None, None
+        calls = self.peer.calls, self.peer.call_s, self.peer.remote_s
         try:
             clock.open()
             if self.side == "t":
@@ -395,6 +459,8 @@ class Runner:
             clock.close_quietly()
             sys.stdout, sys.stderr = saved
         figures = clock.figures()
+        figures.update(calls=self.peer.calls - calls[0], call_s=round(self.peer.call_s - calls[1], 4),
+                       remote_s=round(self.peer.remote_s - calls[2], 4))
         if self.side == "t":
             self.register(self.config.get("classes"))
         self.total_output_budget -= outputs.used
@@ -415,12 +481,11 @@ class Runner:
         wanted = set(self.answer_names)
         try:
             tree = ast.parse(self.shell.transform_cell(code))
-            loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-            stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-            stored |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
-            wanted |= {name for name in loaded - stored if name not in self.shell.user_ns and not hasattr(builtins, name)}
         except SyntaxError:
-            pass
+            tree = None
+        if tree is not None:
+            wanted |= {name for name in names_from_outside(tree)
+                       if name not in self.shell.user_ns and not hasattr(builtins, name)}
         if not wanted or self.peer.broken:
             return
         try:

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import base64
 import collections
+import copyreg
 import dataclasses
+import hashlib
 import io
 import json
+import math
+import pickle
 import random
 import select
 import socket
 import struct
+import time
 import types
 from typing import Any, Callable
 
@@ -69,8 +74,6 @@ class Channel:
             self.sock.settimeout(None)
 
     def _read(self, n: int, deadline: float | None) -> bytes:
-        import time
-
         chunks, got = [], 0
         while got < n:
             if deadline is not None:
@@ -547,47 +550,42 @@ def _tensor_state(obj):
                     None if grad is None else fingerprint(grad)),)
 
 
+class _FastPickler(pickle.Pickler):
+    dispatch_table = dict(copyreg.dispatch_table)
+    if torch is not None:
+        dispatch_table[torch.Tensor] = _tensor_state
+        dispatch_table[torch.nn.Parameter] = _tensor_state
+
+
+class _SlowPickler(_FastPickler):
+    def reducer_override(self, obj):
+        if isinstance(obj, type) and obj.__module__ != "builtins":  # notebook classes: not importable
+            return str, (f"{obj.__module__}.{obj.__qualname__}",)
+        if torch is not None and isinstance(obj, torch.Tensor):
+            return _tensor_state(obj)
+        if isinstance(obj, (Remote, types.FunctionType, types.MethodType)):
+            raise pickle.PicklingError("not data")
+        return NotImplemented
+
+
 class _Fingerprinter:
     """A fast fingerprint of a value (C pickle into a hash, never unpickled): has it changed since?
 
     The C pickler looks types up in a dispatch table, so only tensors (whose pickle would leave
     out .grad) cost Python calls; a class that cannot be pickled by reference falls back to a
-    slower pickler that names it.
+    slower pickler that names it. (The picklers are made once: a call of the student's code from a
+    test fingerprints its arguments, and chapter 2's tests make two thousand such calls.)
     """
 
     @staticmethod
-    def _pickler(buffer, slow: bool):
-        import pickle
-
-        class Fast(pickle.Pickler):
-            dispatch_table = dict(__import__("copyreg").dispatch_table)
-            if torch is not None:
-                dispatch_table[torch.Tensor] = _tensor_state
-                dispatch_table[torch.nn.Parameter] = _tensor_state
-
-        class Slow(Fast):
-            def reducer_override(self, obj):
-                if isinstance(obj, type) and obj.__module__ != "builtins":  # notebook classes: not importable
-                    return str, (f"{obj.__module__}.{obj.__qualname__}",)
-                if torch is not None and isinstance(obj, torch.Tensor):
-                    return _tensor_state(obj)
-                if isinstance(obj, (Remote, types.FunctionType, types.MethodType)):
-                    raise pickle.PicklingError("not data")
-                return NotImplemented
-
-        return (Slow if slow else Fast)(buffer, protocol=5)
-
-    @staticmethod
     def of(value) -> bytes | None:
-        import hashlib
-
-        for slow in (False, True):
+        for pickler in (_FastPickler, _SlowPickler):
             buffer = io.BytesIO()
             try:
-                _Fingerprinter._pickler(buffer, slow).dump(value)
+                pickler(buffer, protocol=5).dump(value)
                 break
             except Exception:  # noqa: BLE001 - anything that does not pickle is simply not mirrored
-                if slow:
+                if pickler is _SlowPickler:
                     return None
         if buffer.tell() < MIRROR_MIN_BYTES:
             return None
@@ -757,6 +755,10 @@ class Peer:
         self.broken: str | None = None
         self.sent: dict[int, list] = {}  # id(argument) -> [argument, fingerprint, mirror id]
         self.next_mirror = 1
+        # what the calls to the other side cost (benchmark.py reports it): how many, their wall time from
+        # encoding the arguments to decoding the answer, and the part the other side says it spent running
+        # the code called (the rest is the price of two kernels: encoding, the socket, decoding)
+        self.calls, self.call_s, self.remote_s = 0, 0.0, 0.0
 
     def encode_argument(self, value):
         if isinstance(value, _Items):
@@ -777,6 +779,17 @@ class Peer:
         return node
 
     def request(self, op: str, **fields):
+        began = time.monotonic()
+        ran = [0.0]
+        try:
+            return self._request(op, ran, **fields)
+        finally:
+            spent = time.monotonic() - began
+            self.calls += 1
+            self.call_s += spent
+            self.remote_s += min(max(ran[0], 0.0), spent)
+
+    def _request(self, op: str, ran: list, **fields):
         if self.broken:
             raise RemoteError(f"the other kernel cannot be reached: {self.broken}")
         ident = self.next_id
@@ -793,8 +806,6 @@ class Peer:
             message[key] = value if key in ("target", "name", "names", "options", "register", "wrt") else self.codec.encode(value)
         if op == "optimizer":
             message["options"] = {str(k): self.codec.encode(v) for k, v in fields["options"].items()}
-        import time
-
         own, wall = self.timeout()
         deadline = time.monotonic() + wall
         # the other side stops itself at these (owntime.py), a little before this side's deadline so that its
@@ -822,6 +833,8 @@ class Peer:
             if self.hooks is not None:
                 self.hooks.request_ended(token, reply)
         self.randoms.incoming(reply.get("rng"))
+        if isinstance(reply.get("ran_s"), (int, float)) and math.isfinite(reply["ran_s"]):
+            ran[0] = float(reply["ran_s"])
         if args is not None and isinstance(reply.get("changed"), dict):
             positional, keywords = args
             for key, node in reply["changed"].items():
