@@ -58,15 +58,14 @@ def build_batch(root: Path, students: int, chapters: list[str]) -> dict[str, str
     return kinds
 
 
-def second_kernel(results: Path, kinds: dict[str, str]) -> dict[str, dict]:
+def second_kernel(results: list[dict], kinds: dict[str, str]) -> dict[str, dict]:
     """Per chapter, medians over the honest notebooks of what the second kernel costs (job.py's timings):
     forking both runners, the course's definitions run again in the test kernel, and the wire (the test
     cells' calls to the student's code, less the time that code itself ran)."""
     from statistics import median
 
     by_chapter: dict[str, list[dict]] = {}
-    for path in results.glob("*/*/result.json"):
-        result = json.loads(path.read_text())
+    for result in results:
         if kinds.get(result["student"]) in HONEST:
             by_chapter.setdefault(result["chapter"], []).extend(
                 e["timings"] for e in result["notebooks"].values() if "wire_s" in e.get("timings", {}))
@@ -116,11 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             print(done.stderr[-3000:], file=sys.stderr)
             return 1
         our_scores = {(r["student"], r["chapter"]): float(r["score"]) for r in csv.DictReader(open(ours / "grades.csv"))}
-        timings = [e["timings"] for p in (ours / "autograder-results").glob("*/*/result.json")
-                   for e in json.loads(p.read_text())["notebooks"].values() if e.get("timings")]
-        ready = sorted(t["kernel_ready_s"] for t in timings)
+        results = [json.loads(p.read_text()) for p in (ours / "autograder-results").glob("*/*/result.json")]
+        ready = sorted(e["timings"]["kernel_ready_s"] for r in results for e in r["notebooks"].values() if e.get("timings"))
         figures["kernel_ready_s_median"] = round(ready[len(ready) // 2], 3) if ready else None  # both runners forked
-        figures["second_kernel"] = second_kernel(ours / "autograder-results", kinds)
+        figures["second_kernel"] = second_kernel(results, kinds)
 
         if not args.skip_nbgrader:
             theirs = make_workspace(tmp / "nbgrader")

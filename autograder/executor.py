@@ -58,7 +58,7 @@ class Execution:
     own_time: bool | None = None  # False: the runners could not tell own time (no schedstat) and counted wall time
     output_dropped_bytes: int = 0
     kernel_ready_s: float = 0.0
-    course_rerun_s: float = 0.0  # the course's definitions run again in the test kernel (the second kernel's cost)
+    course_rerun_s: float = 0.0  # the course's definitions run again in the test kernel, and the class guard in the student's
     seconds: float = 0.0
 
 

@@ -315,7 +315,7 @@ def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) ->
 
 def timings(execution: Execution, plan: Plan) -> dict:
     """Where a notebook's time went, and what the second kernel added (benchmark.py sums these up): forking both
-    runners, the course's definitions run again in the test kernel, and the test cells' calls to the student's
+    runners, the course's definitions run again for the test kernel, and the test cells' calls to the student's
     code less the time that code itself ran (encoding, the socket, decoding)."""
     tests = [execution.cell_time.get(i, {}) for i in plan.tests]
     calls_s = sum(t.get("call_s", 0.0) for t in tests)

@@ -170,6 +170,12 @@ def make_shell(outputs_ref):
 
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+NAMED_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def parameters(fn) -> list[ast.arg]:
+    args = fn.args
+    return args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
 
 
 def names_from_outside(tree: ast.Module) -> set[str]:
@@ -180,13 +186,12 @@ def names_from_outside(tree: ast.Module) -> set[str]:
     found: set[str] = set()
 
     def bound_in(fn) -> set[str]:
-        args = fn.args
-        names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+        names = {a.arg for a in parameters(fn)}
         outer: set[str] = set()
         for node in own_nodes(fn.body if isinstance(fn.body, list) else [fn.body]):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 names.add(node.id)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            elif isinstance(node, NAMED_DEFINITIONS):
                 names.add(node.name)
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
                 outer.update(node.names)
@@ -206,9 +211,8 @@ def names_from_outside(tree: ast.Module) -> set[str]:
     def outside_parts(fn) -> list:
         """What a function definition evaluates where it is defined: decorators, defaults, annotations."""
         args = fn.args
-        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
         return list(getattr(fn, "decorator_list", [])) + args.defaults + [d for d in args.kw_defaults if d] + \
-            [a.annotation for a in every if a.annotation] + [r for r in [getattr(fn, "returns", None)] if r]
+            [a.annotation for a in parameters(fn) if a.annotation] + [r for r in [getattr(fn, "returns", None)] if r]
 
     def visit(body: list, local: frozenset, top: bool) -> None:
         for node in own_nodes(body):
@@ -218,7 +222,7 @@ def names_from_outside(tree: ast.Module) -> set[str]:
                         found.add(node.id)
                 elif top:
                     stored.add(node.id)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and top:
+            elif isinstance(node, NAMED_DEFINITIONS) and top:
                 stored.add(node.name)
             if isinstance(node, FUNCTIONS):
                 visit(node.body if isinstance(node.body, list) else [node.body], local | bound_in(node), False)
