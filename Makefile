@@ -10,10 +10,17 @@ PORT ?= 8888
 # JupyterLab refuses to run as root unless told; containers and CI run as root.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
+# The whole suite runs on every core; a chapter's tests that read its learner run stay on one worker.
+PYTEST_PARALLEL ?= -n auto --dist loadgroup
+# The versions `make test` installs the course's libraries and test tools at (torch comes from TORCH_SPEC);
+# `make constraints` makes it anew from a fresh environment. The course itself keeps lower bounds only (Colab).
+# One file per Python version (pip resolves differently for each); with none for this Python, no constraints.
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+CONSTRAINTS ?= constraints/python$(PY_VERSION).txt
 # nbgrader and jupyter find their helper programs (alembic, kernels) on PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab test test-fast release check-release results workspace clean
+.PHONY: lab test test-fast test-numerics constraints release check-release results workspace clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,19 +33,42 @@ $(VENV)/.lab: pyproject.toml $(VENV)/.torch
 	$(BIN)/python -m pip install -q -e ".[lab]"
 	touch $@
 
-$(VENV)/.test: pyproject.toml $(VENV)/.torch
+$(VENV)/.test: pyproject.toml $(wildcard $(CONSTRAINTS)) $(VENV)/.torch
 	bash tests/system-packages.sh
-	$(BIN)/python -m pip install -q -e ".[test]"
-	touch $@
+	$(BIN)/python -m pip install -q $(if $(wildcard $(CONSTRAINTS)),-c $(CONSTRAINTS),) -e ".[test]"
+	touch $@ $(VENV)/.lab  # the test extra holds the lab extra: `make lab` (which a test runs) has nothing to install
 
 lab: $(VENV)/.lab
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
 
 test: $(VENV)/.test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=30 $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-numerics CAPABILITIES=default
 
 test-fast: $(VENV)/.test
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+
+# The tests whose figures come out of floating-point work (training, t-SNE, EM, kernels compared with torch's),
+# again under each instruction set torch can pick its CPU kernels for: by default every one this CPU has.
+CAPABILITIES ?= $(shell $(BIN)/python tests/capabilities.py 2>/dev/null || echo default)
+test-numerics: $(VENV)/.test
+	@for capability in $(CAPABILITIES); do \
+	  echo "== ATEN_CPU_CAPABILITY=$$capability: pytest -m numerics"; \
+	  ATEN_CPU_CAPABILITY=$$capability $(BIN)/python -m pytest -m numerics -q $(PYTEST_PARALLEL) $(PYTEST_ARGS) || exit 1; \
+	done
+
+# Write this Python's constraints file anew: the newest versions the course's extras resolve to, in a fresh
+# venv with TORCH_SPEC. Run it when a test tool or library should move on, then run `make test` and commit.
+constraints:
+	rm -rf build/constraints-venv
+	$(PYTHON) -m venv build/constraints-venv
+	build/constraints-venv/bin/python -m pip install -q "$(TORCH_SPEC)"
+	build/constraints-venv/bin/python -m pip install -q -e ".[test]"
+	{ echo "# Made by \`make constraints\` on $$(date -u +%F) (Python $$(build/constraints-venv/bin/python -c 'import platform; print(platform.python_version())')); \`make test\` installs with it."; \
+	  echo "# torch is left to TORCH_SPEC (its CPU build here); seqlab's own requirements keep lower bounds only."; \
+	  build/constraints-venv/bin/python -m pip freeze --exclude-editable | grep -v -i -E '^(torch|nvidia-|triton|cuda-)'; } > build/constraints.txt
+	mkdir -p $(dir $(CONSTRAINTS)) && mv build/constraints.txt $(CONSTRAINTS)
+	rm -rf build/constraints-venv
 
 release: $(VENV)/.test
 	$(BIN)/python autograder/release.py
@@ -47,7 +77,7 @@ check-release: $(VENV)/.test
 	$(BIN)/python autograder/release.py --check
 
 results: $(VENV)/.test
-	$(BIN)/python -m pytest tests/test_ch*.py tests/test_notebooks.py -q
+	$(BIN)/python -m pytest tests/test_ch*.py tests/test_notebooks.py tests/test_nbconvert.py -q $(PYTEST_PARALLEL)
 
 workspace: $(VENV)/.lab
 	$(BIN)/python autograder/workspace.py $(or $(DIR),$(HOME)/seqlab-grading)

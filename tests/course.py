@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -14,9 +15,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,38 +69,70 @@ def environment(**values: str | None) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def execute(path: Path, *, grading: bool, allow_errors: bool = False, timeout: int = 600) -> tuple[Any, float]:
-    """Run a notebook top to bottom in a fresh kernel; return it with its outputs and the wall time.
+@dataclass(frozen=True)
+class Seconds:
+    """What a notebook run cost: processor seconds (the budget) and wall-clock seconds (reported beside it).
 
-    ``grading=True`` sets NBGRADER_EXECUTION=autograde as nbgrader does. A solution notebook in
-    learner mode is run once per test session, the way a learner or a CI runs it
+    Budgets count processor time so that a busy machine does not fail a notebook and a slow one still fails:
+    on 2 shared cores the wall time of the same run varied 2-3x with the load, its processor time did not.
+    """
+
+    cpu: float
+    wall: float
+
+    def __str__(self) -> str:
+        return f"{self.cpu:.1f} s of CPU ({self.wall:.1f} s wall)"
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """A live process's processor time, its threads' and its reaped children's, from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def execute(path: Path, *, grading: bool, allow_errors: bool = False, timeout: int = 600) -> tuple[Any, Seconds]:
+    """Run a notebook top to bottom in a fresh kernel; return it with its outputs and what it cost.
+
+    ``grading=True`` sets NBGRADER_EXECUTION=autograde as nbgrader does; the processor time is then the
+    kernel's own, read after its last cell (the budget COURSE.md sets: 20 s of the kernel's CPU time).
+    A solution notebook in learner mode is run once per test session, the way a learner or a CI runs it
     (``jupyter nbconvert --execute``, see ``learner_run``), and every suite that needs it shares that run.
     """
     if not grading and not allow_errors and path.resolve().is_relative_to(SOLUTIONS):
         run = learner_run(path)
         if run.returncode != 0:
-            raise RuntimeError(f"`{' '.join(run.command)}` failed (exit {run.returncode}) after {run.seconds:.0f} s:\n"
+            raise RuntimeError(f"`{' '.join(run.command)}` failed (exit {run.returncode}) after {run.seconds}:\n"
                                + run.stderr[-3000:])
         return run.notebook, run.seconds
     nb = nbformat.read(path, as_version=4)
+    kernel_cpu = [0.0]
+
+    def after_cell(**_: Any) -> None:
+        kernel_cpu[0] = process_cpu_seconds(client.km.provisioner.pid)
+
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(path.parent)}}, on_cell_complete=after_cell, on_cell_error=after_cell,
     )
     scripts = str(Path(sys.executable).parent)
     with environment(NBGRADER_EXECUTION="autograde" if grading else None, MPLBACKEND=None,
                      PATH=os.pathsep.join([scripts, os.environ.get("PATH", "")])):
         start = time.perf_counter()
         client.execute()
-        seconds = time.perf_counter() - start
-    return nb, seconds
+        wall = time.perf_counter() - start
+    return nb, Seconds(cpu=kernel_cpu[0], wall=wall)
 
 
 @dataclass(frozen=True)
 class LearnerRun:
     command: list[str]
     returncode: int
-    seconds: float
+    seconds: Seconds  # the whole command's: nbconvert, its kernel and whatever the kernel started
     stderr: str
     notebook: Any  # the executed notebook, or None if nbconvert wrote none
 
@@ -112,21 +146,40 @@ def learner_environment() -> dict[str, str]:
     return env
 
 
+def learner_marks(chapter: str) -> list:
+    """The marks of a test that reads a chapter's learner run: slow, and (under pytest-xdist's
+    ``--dist loadgroup``) on the same worker as the chapter's other such tests, so the notebook runs once."""
+    return [pytest.mark.slow, pytest.mark.xdist_group(f"learner-{chapter}")]
+
+
+def reads_learner_run(chapter: str) -> Callable:
+    """``learner_marks`` as a decorator."""
+    def decorate(test: Callable) -> Callable:
+        for mark in learner_marks(chapter):
+            test = mark(test)
+        return test
+    return decorate
+
+
 @functools.cache
 def learner_run(path: Path) -> LearnerRun:
-    """``jupyter nbconvert --to notebook --execute`` from the repository root, once per notebook per session."""
+    """``jupyter nbconvert --to notebook --execute`` from the repository root, once per notebook per session.
+
+    Its processor time is that of the whole command (nbconvert's own start, about 3 s, included): the
+    kernel is nbconvert's child and is reaped by it, so its time reaches this process's children's.
+    """
     cell_timeout = LEARNER_BUDGET_S  # one cell longer than the whole notebook's budget has failed anyway
     out = Path(tempfile.mkdtemp(prefix="learner-run-"))
     command = ["jupyter", "nbconvert", "--to", "notebook", "--execute", str(path.resolve().relative_to(REPO)),
                "--output-dir", str(out), f"--ExecutePreprocessor.timeout={cell_timeout}"]
-    start = time.perf_counter()
+    start, cpu_before = time.perf_counter(), children_cpu_seconds()
     try:  # the kernel exits by itself once nbconvert, its parent, is gone
         done = subprocess.run(command, cwd=REPO, env=learner_environment(), capture_output=True, text=True,
                               timeout=3 * LEARNER_BUDGET_S)
         returncode, stderr = done.returncode, done.stderr
     except subprocess.TimeoutExpired:
         returncode, stderr = -1, f"still running after {3 * LEARNER_BUDGET_S} s"
-    seconds = time.perf_counter() - start
+    seconds = Seconds(cpu=children_cpu_seconds() - cpu_before, wall=time.perf_counter() - start)
     written = out / path.name
     notebook = nbformat.read(written, as_version=4) if written.exists() else None
     shutil.rmtree(out, ignore_errors=True)

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, record
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, reads_learner_run, record
 from seqlab import name_ablation
 from seqlab.names import Name
 
@@ -37,6 +37,7 @@ def copy_into_nn_rnn(p):
     return rnn
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("seed", range(3))
 def test_from_scratch_forward_equals_nn_rnn(ch, seed):
     rng = np.random.default_rng(seed)
@@ -50,6 +51,7 @@ def test_from_scratch_forward_equals_nn_rnn(ch, seed):
     np.testing.assert_allclose(Y.sum(-1), 1.0)
 
 
+@pytest.mark.numerics
 def test_bptt_equals_autograd_for_a_softmax_loss(ch):
     """The full chain: softmax output layer by hand, hidden part by rnn_backward, against autograd."""
     rng = np.random.default_rng(5)
@@ -72,6 +74,7 @@ def test_bptt_equals_autograd_for_a_softmax_loss(ch):
     np.testing.assert_allclose(grads["b_a"], rnn.bias_ih_l0.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.numerics
 def test_clipping_matches_torch(ch):
     torch.manual_seed(0)
     model = nn.Linear(7, 5)
@@ -85,6 +88,7 @@ def test_clipping_matches_torch(ch):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.numerics
 def test_classifier_is_padding_invariant_and_learns_a_toy_task(ch):
     torch.manual_seed(0)
     model = ch["NameClassifier"](3, 8, 16, 2)
@@ -100,6 +104,7 @@ def test_classifier_is_padding_invariant_and_learns_a_toy_task(ch):
     torch.testing.assert_close(model(padded, L), model(ids, L))
 
 
+@pytest.mark.numerics
 def test_label_smoothing_is_the_softened_cross_entropy(ch):
     torch.manual_seed(1)
     model = ch["NameClassifier"](4, 3, 5, 3)
@@ -132,7 +137,7 @@ def test_masked_loss_ignores_padding(ch):
     assert torch.allclose(loss, ch["masked_lm_loss"](changed, targets, lengths))
 
 
-@pytest.mark.slow
+@reads_learner_run(CHAPTER)
 def test_learner_mode_reaches_the_targets():
     nb, seconds = execute(NOTEBOOK, grading=False)
     problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c) if not e.startswith("stderr")]
@@ -142,8 +147,8 @@ def test_learner_mode_reaches_the_targets():
     record("ch03", **{k: results[k] for k in ("accuracy", "baseline", "dev_accuracy", "dev_baseline", "baseline_k",
                                                 "perplexity", "bigram_perplexity")})
     record("ch03_timing", train_seconds=results["train_seconds"], lm_train_seconds=results["lm_train_seconds"],
-           notebook_seconds=round(seconds, 1))
-    assert seconds < LEARNER_S, f"the notebook took {seconds:.0f} s"
+           notebook_cpu_seconds=round(seconds.cpu, 1), notebook_wall_seconds=round(seconds.wall, 1))
+    assert seconds.cpu < LEARNER_S, f"the notebook took {seconds}"
     assert results["train_seconds"] <= 60 and results["lm_train_seconds"] <= 60
     # The RNN beats the naive Bayes baseline on both held-out splits (measured: +2.3 points on test,
     # +1.6 on dev); the margins asserted leave room for last-digit differences between machines.
@@ -157,10 +162,17 @@ def test_learner_mode_reaches_the_targets():
     # (ATEN_CPU_CAPABILITY=default instead of avx2 moved seed 0's test accuracy by one name of 827), and on
     # the CI machine of 23d3cb6 dev came out one name of 855 above the record. Four names are tolerated;
     # seeds 0-4 of the same recipe spread over about a point.
+    # Under another torch version the kernels themselves may change: then the margin is the spread between the
+    # record's seeds of the full model (about a point), which still catches a changed recipe.
     if not torch.cuda.is_available():
         seed0 = next(r for r in runs if r["variant"] == "full" and r["seed"] == 0)
-        assert abs(results["dev_accuracy"] - seed0["dev_accuracy"]) <= 0.005, (results, seed0)
-        assert abs(results["accuracy"] - seed0["test_accuracy"]) <= 0.005, (results, seed0)
+        margin = {"dev": 0.005, "test": 0.005}
+        if not same_release(name_ablation.load_results()["torch"], torch.__version__):
+            full = [r for r in runs if r["variant"] == "full"]
+            margin = {split: 0.005 + max(r[f"{split}_accuracy"] for r in full) - min(r[f"{split}_accuracy"] for r in full)
+                      for split in margin}
+        assert abs(results["dev_accuracy"] - seed0["dev_accuracy"]) <= margin["dev"], (results, seed0, margin)
+        assert abs(results["accuracy"] - seed0["test_accuracy"]) <= margin["test"], (results, seed0, margin)
     # §9: "with one-hot input the classifier falls below naive Bayes, on every seed"
     one_hot = [r for r in runs if r["variant"] == "one-hot input"]
     assert max(r["dev_accuracy"] for r in one_hot) < results["dev_baseline"], results
@@ -171,6 +183,11 @@ def test_learner_mode_reaches_the_targets():
                                                        "baseline_macro_f1", "window3_perplexity", "window5_perplexity")})
     assert 0.0 <= results["mcnemar_p"] <= 1.0, results
     assert results["window3_perplexity"] < results["bigram_perplexity"], results
+
+
+def same_release(recorded: str, running: str) -> bool:
+    """'2.13.0+cpu' and '2.13.0' are one release: the local build tag names the wheel, not the arithmetic."""
+    return recorded.split("+")[0] == running.split("+")[0]
 
 
 # ---- the ablation of §9 (seqlab.name_ablation and its committed results) ---------------------------
@@ -200,7 +217,8 @@ def percent(text: str) -> float:
 def test_ablation_results_are_complete_and_well_formed():
     record = name_ablation.load_results()
     assert record["command"].startswith("python -m seqlab.name_ablation") and "--threads 1" in record["command"]
-    assert record["threads"] == 1 and record["torch"].startswith(torch.__version__.split("+")[0])
+    # the record says which torch made it (a release like 2.13.0+cpu); any supported torch may read it
+    assert record["threads"] == 1 and re.fullmatch(r"\d+\.\d+\.\d+(\+\w+)?", record["torch"]), record["torch"]
     assert record["settings"] == {**name_ablation.SETTINGS, "n_train": None}, "the notebook's exact training settings"
     assert record["variants"] == name_ablation.VARIANTS
     assert len(record["seeds"]) >= 3 and record["seeds"] == list(range(len(record["seeds"])))
@@ -213,6 +231,7 @@ def test_ablation_results_are_complete_and_well_formed():
     assert full[0]["parameters"] == 89_299, "the notebook's model prints 89,299 parameters"
 
 
+@pytest.mark.numerics
 def test_ablation_script_writes_the_same_record_with_a_tiny_setting(tmp_path):
     out = tmp_path / "tiny.json"
     done = subprocess.run([sys.executable, "-m", "seqlab.name_ablation", "--seeds", "2", "--epochs", "1", "--n-train", "96",

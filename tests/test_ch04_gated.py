@@ -11,7 +11,7 @@ from torch import nn
 
 matplotlib.use("Agg")
 
-from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, record
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, reads_learner_run, record
 from seqlab import adding, wordlm
 from seqlab.gradflow import cell_comparison, cell_comparison_widget, draw_cell_comparison
 
@@ -31,6 +31,7 @@ def weights_of(module, suffix=""):
 
 # ---- the solutions, against torch on larger inputs than the notebook's tests --------------------
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("seed", range(3))
 def test_cells_equal_torch_cells(ch, seed):
     torch.manual_seed(seed)
@@ -41,6 +42,7 @@ def test_cells_equal_torch_cells(ch, seed):
     torch.testing.assert_close(ch["lstm_cell"](x, h, c, **weights_of(lstm)), lstm(x, (h, c)), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.numerics
 def test_wrappers_equal_torch_layers_on_a_packed_batch(ch):
     torch.manual_seed(3)
     B, T, D, H = 6, 11, 5, 7
@@ -73,6 +75,7 @@ def test_forget_bias_init_is_what_the_experiment_uses(ch):
     torch.testing.assert_close(new_hh, theirs.bias_hh_l0.detach())
 
 
+@pytest.mark.numerics
 def test_spectral_radius_predicts_the_linear_gradient(ch):
     W = torch.randn(20, 20, generator=torch.Generator().manual_seed(5), dtype=torch.float64) / math.sqrt(20)
     rho = ch["spectral_radius"](W)
@@ -117,6 +120,7 @@ def test_adding_batches_have_one_marker_per_half_and_the_sum_as_target():
     assert abs(float(((y - 1) ** 2).mean()) - adding.BASELINE_MSE) < 0.02
 
 
+@pytest.mark.numerics
 def test_lstm_gates_reproduce_the_layer():
     torch.manual_seed(6)
     lstm = nn.LSTM(2, 4, batch_first=True)
@@ -153,6 +157,7 @@ def test_brown_vocabulary_is_chapter_ones():
     assert wordlm.brown_vocab(data["train"]) == ch1["build_vocab"](data["train"], min_count=2)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("cell", wordlm.CELLS)
 def test_the_lm_scores_every_word_and_every_end_of_sentence(cell):
     torch.manual_seed(7)
@@ -210,7 +215,7 @@ def test_checkpoint_perplexity_reproduces_on_the_test_split(cell):
 
 # ---- the notebook in learner mode ------------------------------------------------------------------
 
-@pytest.mark.slow
+@reads_learner_run(CHAPTER)
 def test_learner_mode_reaches_the_targets():
     nb, seconds = execute(NOTEBOOK, grading=False)
     problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c)]
@@ -218,13 +223,20 @@ def test_learner_mode_reaches_the_targets():
     results = printed_results(nb)
     record("ch04", adding_seed0=results["adding_seed0"], lm_test_perplexity=results["lm_test_perplexity"],
            lm_tokens=results["lm_tokens"])
-    record("ch04_timing", notebook_seconds=round(seconds, 1), adding_seconds=results["adding_seconds"],
+    record("ch04_timing", notebook_cpu_seconds=round(seconds.cpu, 1), notebook_wall_seconds=round(seconds.wall, 1), adding_seconds=results["adding_seconds"],
            brief_seconds=results["brief_seconds"])
-    assert seconds < LEARNER_BUDGET_S, f"the notebook took {seconds:.0f} s"
+    assert seconds.cpu < LEARNER_BUDGET_S, f"the notebook took {seconds}"
     mse = results["adding_seed0"]  # the two models the notebook trains itself
     assert mse["LSTM, forget bias 1"] < 0.01 and mse["RNN"] > 0.98 * adding.BASELINE_MSE, mse
-    for name, value in mse.items():  # the same runs as the committed script's seed 0, up to rounding across machines
-        assert abs(value - results["adding_record_seed0"][name]) < 0.1 * results["adding_record_seed0"][name] + 1e-4
+    # The same recipe as the committed script's seed 0, but not its last digits: the RNN fails to learn, so its
+    # test MSE is the noise of a model that only guesses. Observed for seed 0 (record 0.1797, torch 2.13 on the
+    # machine that made it): 0.2011 on an Intel Xeon with torch 2.11 (0.1881 with ATEN_CPU_CAPABILITY=default),
+    # 0.1915 on AMD EPYC with default; the record's seeds 0-2 span 0.165-0.195. What it means is asserted: the
+    # RNN stays at the constant guess (within 2% below it, and not diverging: below 1.5x), and the LSTM learns
+    # (below 0.01, as on every recorded seed) -- the figures the chapter's text reads.
+    record_seed0 = results["adding_record_seed0"]
+    assert 0.98 * adding.BASELINE_MSE < record_seed0["RNN"] and mse["RNN"] < 1.5 * adding.BASELINE_MSE, mse
+    assert record_seed0["LSTM, forget bias 1"] < 0.01, record_seed0
     assert max(results["adding_worst"][name] for name in ("GRU", "LSTM", "LSTM, forget bias 1")) < 0.01
     assert results["lm_tokens"] == 124_266
     assert results["lm_test_perplexity"] < KN_TRIGRAM_TEST_PERPLEXITY - 10, results

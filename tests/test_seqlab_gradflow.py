@@ -12,6 +12,8 @@ matplotlib.use("Agg")
 from seqlab.gradflow import (CELLS, draw_gradient_flow, eigenvalue_curve, gradient_flow_widget, gradient_norms,
                              recurrent_matrix, tanh_derivatives)
 
+pytestmark = pytest.mark.numerics  # every test here measures gradients through random networks
+
 
 @pytest.mark.parametrize("scale", [0.8, 1.0, 1.25])
 def test_linear_rnn_with_scaled_orthogonal_weights_follows_r_to_the_t(scale):

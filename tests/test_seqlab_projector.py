@@ -33,16 +33,26 @@ def test_pca_keeps_the_main_direction_first_and_is_sign_stable():
         pca_2d(np.zeros(3))
 
 
-def test_tsne_separates_clusters_and_is_deterministic():
-    X, labels = two_clusters()
-    Y = tsne_2d(X, perplexity=5, seed=3)
-    assert Y.shape == (40, 2) and np.isfinite(Y).all()
-    distances = ((Y[:, None] - Y[None]) ** 2).sum(-1)
-    np.fill_diagonal(distances, np.inf)
-    assert (labels[distances.argmin(1)] == labels).all(), "every point's nearest neighbour in the map is of its cluster"
-    np.testing.assert_array_equal(Y, tsne_2d(X, perplexity=5, seed=3))
+@pytest.mark.numerics
+@pytest.mark.parametrize("data_seed", range(6))
+def test_tsne_separates_clusters_and_is_deterministic(data_seed):
+    """Two clusters far apart at perplexity 5: every point's nearest neighbour in the map is of its own cluster,
+    from the PCA start and from random starts. Observed on AMD EPYC (Zen 3) with OpenBLAS kernels Zen, Haswell,
+    Sandybridge and Prescott: 0 of 60 data seeds failed (before the fix in tsne_2d, 5-9 of 60 did, a different
+    set on each kernel, and this test's seed 3 failed on one machine and not another)."""
+    X, labels = two_clusters(seed=data_seed)
+    for init, seed in [("pca", 0), ("random", 0), ("random", 1)]:
+        Y = tsne_2d(X, perplexity=5, init=init, seed=seed)
+        assert Y.shape == (40, 2) and np.isfinite(Y).all()
+        distances = ((Y[:, None] - Y[None]) ** 2).sum(-1)
+        np.fill_diagonal(distances, np.inf)
+        strays = np.flatnonzero(labels[distances.argmin(1)] != labels)
+        assert not len(strays), f"init={init}, seed={seed}: points {strays} lie nearest the other cluster"
+    np.testing.assert_array_equal(Y, tsne_2d(X, perplexity=5, init="random", seed=1))  # deterministic
     with pytest.raises(ValueError):
         tsne_2d(X[:3])
+    with pytest.raises(ValueError, match="init"):
+        tsne_2d(X, init="spectral")
 
 
 def test_nearest_and_analogy_view():
