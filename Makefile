@@ -42,11 +42,12 @@ lab: $(VENV)/.lab
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
 
 test: $(VENV)/.test
-	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=30 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not serial" $(PYTEST_PARALLEL) --durations=30 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m serial -q $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-numerics CAPABILITIES=default
 
 test-fast: $(VENV)/.test
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not serial" $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 # The tests whose figures come out of floating-point work (training, t-SNE, EM, kernels compared with torch's),
 # again under each instruction set torch can pick its CPU kernels for: by default every one this CPU has.

@@ -408,6 +408,7 @@ def test_limits_hold_for_the_whole_sandbox(tmp_path):
     assert shutil.disk_usage(tmp_path).used - disk_before < 200 * 2**20, "the host's disk filled up"
 
 
+@pytest.mark.serial  # it compares wall times of two gradings: `make test` runs it alone, after the parallel part
 @pytest.mark.skipif(not cgroups_available(), reason="control groups cannot be created here")
 def test_a_cpu_hog_does_not_slow_the_honest_student_beside_it(tmp_path):
     from adversarial.generate import CPU_HOG, insert_before_first_answer
