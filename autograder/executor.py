@@ -31,6 +31,8 @@ from sandbox import Limits, Sandbox, Zygote  # noqa: E402
 from wire import Channel, PeerGone, WireError  # noqa: E402
 
 GRACE_S = 10  # beyond the backstop (Limits.backstop × the cell timeout), before a runner that does not answer is killed
+CONTROL_FRAME_BYTES = 64 * 2**20  # the most a runner may send the grader at once (its outputs are budgeted far below)
+CONTROL_FRAME_VALUES = 2_000_000  # and about how many JSON values that frame may make this process build
 STREAMS = ("stdout", "stderr")
 
 
@@ -64,6 +66,10 @@ class Execution:
 
 class RunnerDied(Exception):
     pass
+
+
+class ProtocolBroken(RunnerDied):
+    """The runner sent what is not a frame within the limits (inkernel/wire.py: parse_json); it was killed."""
 
 
 def describe_exit(status: dict | None, limits: Limits) -> str:
@@ -138,7 +144,7 @@ class Side:
             raise RunnerDied(str(error)) from None
         except WireError as error:
             self.kill()
-            raise RunnerDied(f"the kernel broke the protocol ({error})") from None
+            raise ProtocolBroken(str(error)) from None
         return reply
 
     def kill(self) -> None:
@@ -160,8 +166,17 @@ def start_runners(sandbox: Sandbox, plan: Plan) -> tuple[Side, Side]:
     finally:
         for sock in (s_theirs, t_theirs, peer_s, peer_t):
             sock.close()
-    return Side("student", sandbox.student, Channel(s_ours, max_frame=64 * 2**20)), \
-        Side("trusted", sandbox.trusted, Channel(t_ours, max_frame=64 * 2**20))
+    return Side("student", sandbox.student, Channel(s_ours, CONTROL_FRAME_BYTES, CONTROL_FRAME_VALUES)), \
+        Side("trusted", sandbox.trusted, Channel(t_ours, CONTROL_FRAME_BYTES, CONTROL_FRAME_VALUES))
+
+
+def refusal(reply: dict) -> str | None:
+    """Why the trusted runner did not run a cell: what the student's kernel answered its request for names with."""
+    refused = reply.get("refused")
+    if not isinstance(refused, list) or not refused:
+        return None
+    return "the student's kernel answered the test kernel's request for names with " + \
+        "; ".join(str(problem)[:400] for problem in refused[:5])
 
 
 def seconds_of(reply: dict) -> float:
@@ -171,9 +186,10 @@ def seconds_of(reply: dict) -> float:
 
 
 class Stop(Exception):
-    def __init__(self, index: int, side: Side, timed_out: bool, detail: str):
+    def __init__(self, index: int, side: Side, timed_out: bool, detail: str, reason: str | None = None):
         super().__init__(detail)
         self.index, self.side, self.timed_out, self.detail = index, side, timed_out, detail
+        self.reason = reason  # the report's words, where the one who stopped knows them best
 
 
 def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
@@ -198,6 +214,10 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
         wait = limits.backstop * timeout + GRACE_S
         try:
             return side.ask(message, wait)
+        except ProtocolBroken as error:
+            who = "the student's kernel" if side is student else "the test kernel"
+            raise Stop(index, side, False, str(error), f"{who} sent the grader a message it does not read ({error}) "
+                       f"while running cell #{index}; the kernel was stopped") from None
         except RunnerDied as error:
             timed = time.monotonic() - began >= wait - 1
             if timed:
@@ -237,7 +257,10 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
                 for code in plan.course.get(index, []):  # the course's own code, from the source
                     course = ask(trusted, index, {"op": "run", "code": code, "timeout": timeout}, timeout)
                     execution.course_rerun_s += seconds_of(course)
-                    if course.get("status") != "ok":
+                    if refusal(course):  # the student's doing, not the course's
+                        execution.problems.append(f"the course's definitions before cell #{index} were not run: "
+                                                  f"{refusal(course)}")
+                    elif course.get("status") != "ok":
                         execution.problems.append(f"the course's definitions before cell #{index} failed in the "
                                                   "test kernel; tests after it may fail")
                 reply = ask(trusted, index, {"op": "run", "code": cell.source, "timeout": timeout}, timeout)
@@ -255,6 +278,8 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
             if isinstance(reply.get("time"), dict):
                 execution.cell_time[index] = {k: v for k, v in reply["time"].items()
                                               if isinstance(k, str) and isinstance(v, (int, float))}
+            if index in plan.tests and refusal(reply):
+                execution.problems.append(f"the test in cell #{index} was not run: {refusal(reply)}")
             if index in plan.tests and status == "error":
                 line, hidden = reply.get("error_line"), plan.hidden_from.get(index)
                 if hidden is not None and (not isinstance(line, int) or line >= hidden):
@@ -264,11 +289,18 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
             execution.replies[index] = status
             done.add(index)
             if index in plan.tests and reply.get("peer_broken"):
-                student.kill()  # the student's code stopped answering a test: nothing of it runs on
+                student.kill()  # the student's code stopped answering a test, or garbled its answer: nothing more runs
+                if reply.get("peer_protocol"):
+                    detail = str(reply["peer_broken"])[:300]
+                    raise Stop(index + 1, student, False, detail, f"a test in cell #{index} called the student's code, "
+                               f"whose kernel sent the test kernel a message it does not read ({detail}); the kernel "
+                               "was stopped")
                 raise Stop(index + 1, student, True, "the student's code did not answer a test in time")
     except Stop as stopped:
         index = stopped.index
-        if stopped.side is student:
+        if stopped.reason is not None:
+            reason = stopped.reason
+        elif stopped.side is student:
             status_info = sandbox.student.wait_exit(5)
             backstop = f"{limits.backstop:g} × {limits.cell_timeout} s of wall time"
             if stopped.timed_out and index in done:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
+import dataclasses
 import io
 import json
 import os
@@ -61,14 +62,54 @@ def clean_id(name: str) -> str:
     return STUDENT_ID.sub("_", name).strip("._") or "unknown"
 
 
+@dataclasses.dataclass
+class Claim:
+    """An entry of an export (a folder, a zip file, a loose notebook) and the student it belongs to."""
+
+    entry: os.DirEntry
+    spelling: str  # the student's name as the entry spells it
+    student: str  # the id it becomes
+    notebook: str | None = None  # a loose notebook: which one it is; a folder or a zip file: None (a chapter or more)
+
+
+def colliding(claims: list[Claim]) -> dict[str, list[Claim]]:
+    """Student ids that more than one entry claims, where one entry would replace another.
+
+    Loose notebooks of one spelling of a name, each a different notebook, are one student's files
+    (<student>_<notebook>.ipynb). Anything else that becomes one id (`name_`, `name.` and `name`; a zip file
+    beside a folder; two spellings of one notebook) is two entries, maybe two students, and neither may win."""
+    by_student: dict[str, list[Claim]] = {}
+    for claim in claims:
+        by_student.setdefault(claim.student, []).append(claim)
+    clashes = {}
+    for student, group in by_student.items():
+        notebooks = [claim.notebook for claim in group]
+        one_students_files = len({claim.spelling for claim in group}) == 1 and None not in notebooks \
+            and len(set(notebooks)) == len(notebooks)
+        if len(group) > 1 and not one_students_files:
+            clashes[student] = group
+    return clashes
+
+
+def clash_reason(student: str, group: list[Claim]) -> str:
+    """Why a student id was not graded, naming the entries (the report keeps the first 500 characters)."""
+    names = ", ".join(repr(claim.entry.name[:80]) for claim in group[:4])
+    more = f" and {len(group) - 4} more" if len(group) > 4 else ""
+    return (f"{len(group)} entries of the export become the student id {student!r}: {names}{more}; none of them was "
+            "graded, so that no one's work replaces another's (rename them apart and grade again)")
+
+
 def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
     """Copy an export folder into submitted/<student>/<chapter>/; return the notes on what was odd.
 
     Nothing in the export is followed: a symbolic link, a hard link, a device file or a zip member
     that leaves its folder is refused, and the refusal becomes that notebook's reason (safe_input.py).
+    Entries that become one student id (colliding()) are all refused, with a reason that names them.
     """
     notes: list[str] = []
     owners = {name: ch for ch in wanted for name in notebook_names(ch)}
+    # the workspace's own submitted/ folder: its folders are in place, and their names are the ids the jobs use
+    in_place = is_real_dir(submitted) and os.path.samefile(source, submitted)
 
     def chapter_of(name: str, chapter: str | None = None) -> str | None:
         return chapter or owners.get(name) or (wanted[0] if len(wanted) == 1 else None)
@@ -84,23 +125,52 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
         (folder / name).unlink(missing_ok=True)  # never write through a link left in the workspace
         (folder / name).write_bytes(data)
 
+    def mark_refused(student: str, chapter: str, notebook: str, reason: str) -> None:
+        """The notebook's grade is 0 and its reason this (job.py reads the .refused file)."""
+        folder = submitted / student / chapter
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / notebook).unlink(missing_ok=True)  # a notebook left from an earlier run would be graded instead
+        (folder / f"{notebook}.refused").write_text(reason)
+
     def refuse(student: str, name: str, reason: str, chapter: str | None = None) -> None:
         notes.append(f"{student}: {reason}")
         chapter = chapter_of(name, chapter) or (wanted[0] if wanted else None)
         if chapter is None:
             return
-        folder = submitted / student / chapter
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / name).unlink(missing_ok=True)
-        target = name if name.endswith(".ipynb") else notebook_names(chapter)[0]
-        (folder / f"{target}.refused").write_text(reason)
+        (submitted / student / chapter / name).unlink(missing_ok=True)
+        mark_refused(student, chapter, name if name.endswith(".ipynb") else notebook_names(chapter)[0], reason)
+
+    def refuse_clash(student: str, group: list[Claim]) -> None:
+        reason = clash_reason(student, group)
+        notes.append(f"{student}: {reason}")
+        chapters: set[str] = set()
+        for claim in group:  # a folder or a zip file may hold every chapter being graded; a loose notebook, its own
+            chapters.update(wanted if claim.notebook is None else [c for c in [chapter_of(claim.notebook)] if c])
+        for chapter in sorted(chapters):
+            for notebook in notebook_names(chapter):
+                mark_refused(student, chapter, notebook, reason)
 
     def owner_of(stem: str) -> tuple[str, str]:
-        """<student>_<notebook>.ipynb or <student>.ipynb: the student and the notebook's name."""
+        """<student>_<notebook>.ipynb or <student>.ipynb: the student's name as spelled, and the notebook's name."""
         match = next((n for n in owners if stem.endswith("_" + n[:-6]) or stem.endswith("-" + n[:-6])), None)
         if match:
-            return clean_id(stem[: -len(match[:-6]) - 1]), match
-        return clean_id(stem), notebook_names(wanted[0])[0] if len(wanted) == 1 else stem + ".ipynb"
+            return stem[: -len(match[:-6]) - 1], match
+        return stem, notebook_names(wanted[0])[0] if len(wanted) == 1 else stem + ".ipynb"
+
+    def claim_of(entry: os.DirEntry) -> Claim | None:
+        """Whose entry this is (in the order the loop below reads entries); None for a stray file."""
+        stem = Path(entry.name).stem
+        if entry.name.endswith(".ipynb") and (entry.is_symlink() or not entry.is_dir(follow_symlinks=False)):
+            spelling, notebook = owner_of(stem)
+            return Claim(entry, spelling, clean_id(spelling), notebook)
+        if entry.is_symlink():
+            spelling = stem if entry.name.endswith(".zip") else entry.name
+            return Claim(entry, spelling, clean_id(spelling))
+        if entry.is_dir(follow_symlinks=False):
+            return Claim(entry, entry.name, entry.name if in_place else clean_id(entry.name))
+        if entry.name.endswith(".zip"):
+            return Claim(entry, stem, clean_id(stem))
+        return None
 
     def read_into(student: str, path: Path, name: str, chapter: str | None = None) -> None:
         try:
@@ -108,17 +178,21 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
         except Refused as why:
             refuse(student, name, str(why), chapter)
 
-    for entry in entries(source):
+    found = entries(source)
+    claims = {entry.name: claim_of(entry) for entry in found}
+    clashes = colliding([claim for claim in claims.values() if claim is not None])
+    for student, group in sorted(clashes.items()):
+        refuse_clash(student, group)
+    for entry in found:
+        claim = claims[entry.name]
+        if claim is not None and claim.student in clashes:
+            continue
         path = Path(entry.path)
         if entry.is_symlink():
-            if entry.name.endswith(".ipynb"):
-                student, name = owner_of(path.stem)
-            else:
-                student, name = clean_id(path.stem if entry.name.endswith(".zip") else entry.name), entry.name
-            refuse(student, name, f"{entry.name} is a symbolic link; it was not followed")
+            refuse(claim.student, claim.notebook or entry.name, f"{entry.name} is a symbolic link; it was not followed")
             continue
         if entry.is_dir(follow_symlinks=False):
-            student = clean_id(entry.name)
+            student = claim.student
             inner = entries(path)
             subdirs = [d for d in inner if d.name in wanted]
             if subdirs:  # nbgrader layout: <student>/<chapter>/
@@ -143,7 +217,7 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
                         (submitted / student / chapter).mkdir(parents=True, exist_ok=True)
                     notes.append(f"{entry.name}: the folder holds no notebook")
         elif entry.name.endswith(".zip"):
-            student = clean_id(path.stem)
+            student = claim.student
             try:
                 data = read_file(path, MAX_ZIP_BYTES)
                 with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -168,8 +242,7 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
             for chapter in wanted:
                 (submitted / student / chapter).mkdir(parents=True, exist_ok=True)
         elif entry.name.endswith(".ipynb"):
-            student, name = owner_of(path.stem)
-            read_into(student, path, name)
+            read_into(claim.student, path, claim.notebook)
         elif not entry.is_file(follow_symlinks=False):
             notes.append(f"{entry.name}: {describe(entry.stat(follow_symlinks=False).st_mode)}; ignored")
     return notes

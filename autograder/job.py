@@ -47,12 +47,14 @@ from course_preprocessors import KeepWarningsVisible  # noqa: E402
 from safe_input import Refused, entries, is_real_dir, read_file  # noqa: E402
 from executor import Execution, Plan, run  # noqa: E402
 from sandbox import Limits, Sandbox  # noqa: E402
+from wire import json_problem  # noqa: E402 - on the path executor puts there
 
 REPO = HERE.parent
 CODE_FILES = ["job.py", "executor.py", "sandbox.py", "inkernel/runner.py", "inkernel/wire.py", "inkernel/owntime.py",
               "inkernel/zygote.py", "course_preprocessors.py", "feedback.py", "safe_input.py", "cgroups.py"]
 RESULT_VERSION = 2
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+NOTEBOOK_DEPTH = 100  # how deeply a submitted notebook's JSON may nest (nbformat's own structure is about 6 levels)
 
 
 def digest(paths: list[Path]) -> str:
@@ -154,6 +156,9 @@ def read_student(path: Path) -> tuple[NotebookNode | None, str | None]:
         return None, f"{path.name} could not be read ({error.strerror})"
     if not raw.strip():
         return None, f"{path.name} is empty"
+    problem = json_problem(raw, NOTEBOOK_DEPTH)  # json.loads and nbformat recurse once per level, in this process
+    if problem:
+        return None, f"{path.name} is not a valid notebook: its JSON is {problem}"
     try:
         data = json.loads(raw.decode("utf-8", errors="replace"))
     except json.JSONDecodeError as error:

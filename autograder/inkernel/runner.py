@@ -23,6 +23,7 @@ import builtins
 import io
 import json
 import os
+import reprlib
 import select
 import signal
 import socket
@@ -31,7 +32,7 @@ import time
 import traceback
 
 from owntime import CLOCKS, CellTimeout, Clock, RunQueue, on_alarm  # noqa: F401
-from wire import Channel, Codec, Peer, Remote, RemoteError, WireError, write_back  # noqa: F401
+from wire import Channel, Codec, Peer, Remote, RemoteError, WireError, only_data, write_back  # noqa: F401
 
 CALL_OUTPUT_BYTES = 64 * 1024  # what a student's function may print during one call from a test (then dropped)
 BACKSTOP = 3.0  # wall time beyond BACKSTOP × the time limit always stops a cell (the grader may say otherwise)
@@ -231,6 +232,32 @@ def names_from_outside(tree: ast.Module) -> set[str]:
     return found - stored
 
 
+def screen_bound(values, asked: set[str], may_bind, may_be_handle, course_classes=()) -> tuple[dict, list[str]]:
+    """What the trusted runner takes of the student kernel's answer to "bind", and what was wrong with that answer.
+
+    The student's kernel is asked for some names and only ever sends some of those: an answer that is not a
+    dict of names, or that holds a name nobody asked for (the course's `expect_same`, numpy's `np`, ...), is the
+    student's error, and nothing of it is taken. Of the names asked for, one the test kernel holds of its own
+    (``may_bind``) is left alone, and one that is not an answer (``may_be_handle``) is taken only as data: a
+    given cell's name never becomes a handle to code in the student's kernel."""
+    if not isinstance(values, dict):
+        return {}, [f"a {type(values).__name__}, not a dict of names"]
+    odd = [name for name in values if not isinstance(name, str) or not name.isidentifier()]
+    if odd:
+        return {}, [f"keys that are not names ({listed(odd)})"]
+    unasked = [name for name in values if name not in asked]
+    if unasked:
+        return {}, [f"names it was not asked for ({listed(unasked)})"]
+    return {name: value for name, value in values.items()
+            if may_bind(name) and (may_be_handle(name) or only_data(value, course_classes))}, []
+
+
+def listed(items: list, most: int = 5) -> str:
+    """A few items of a list, each shortened, for a message that anyone may read."""
+    shown = ", ".join(reprlib.repr(item)[:60] for item in items[:most])
+    return shown + (f" and {len(items) - most:,d} more" if len(items) > most else "")
+
+
 class Runner:
     def __init__(self, side: str, control: socket.socket, peer: socket.socket, config: dict):
         self.side = side
@@ -246,6 +273,7 @@ class Runner:
         self.peer = Peer(Channel(peer), self.codec, self.serve, self.peer_timeout, hooks=self)
         self.peer.errors["CellTimeout"] = CellTimeout  # a call of the student's code that ran out of time
         self.answer_names: list[str] = list(config.get("answer_names", []))
+        self.bound: dict[str, object] = {}  # trusted side: what bind_names put into the namespace, by name
         signal.signal(signal.SIGALRM, on_alarm)
         import comm  # ipywidgets asks comm for a channel to a front end; there is none while grading
 
@@ -255,6 +283,12 @@ class Runner:
 
     # -- names ---------------------------------------------------------------------------------------
     def resolve_name(self, name: str):
+        """A {"$": "name"} reference to this side's namespace. Only the student side hands out names (its answers,
+        by name, so that a proxy calls what the name holds now); the trusted side hands out none, so a name the
+        student's kernel sends as the test's would be one of the test's own globals (an expected value): refused."""
+        if self.side != "s":
+            raise WireError("the student's kernel referred to a name of the test kernel's; only handles the test "
+                            "kernel handed out can come back")
         try:
             return self.shell.user_ns[name]
         except KeyError:
@@ -449,14 +483,15 @@ class Runner:
         saved = sys.stdout, sys.stderr
         self.shell.last_error_line = None
         clock = Clock(timeout, self.backstop * timeout, self.queue)
-        result, late = None, None
+        result, late, refused = None, None, []
         calls = self.peer.calls, self.peer.call_s, self.peer.remote_s
         try:
             clock.open()
             if self.side == "t":
-                self.bind_names(code, message)
+                refused = self.bind_names(code)
             sys.stdout, sys.stderr = Stream(outputs.stream, "stdout"), Stream(outputs.stream, "stderr")
-            result = self.shell.run_cell(code, store_history=True, silent=False)
+            if not refused:
+                result = self.shell.run_cell(code, store_history=True, silent=False)
         except CellTimeout as error:  # outside the cell's own code: fetching its names, or the runner's steps
             late = error
         finally:
@@ -468,7 +503,12 @@ class Runner:
         if self.side == "t":
             self.register(self.config.get("classes"))
         self.total_output_budget -= outputs.used
-        if result is None:
+        if refused:
+            outputs.error("ProtocolError", "this test was not run: the student's kernel answered the test kernel's "
+                          "request for names with " + "; ".join(refused), [])
+            status = "error"
+            self.shell.last_error_line = 0  # before the cell's first line: not a failure inside its hidden tests
+        elif result is None:
             outputs.error("CellTimeout", str(late), [])
             status = "error"
         else:
@@ -478,28 +518,55 @@ class Runner:
             outputs.error(type(error).__name__, str(error), [])
         return {"status": status, "outputs": outputs.items, "dropped": outputs.dropped,
                 "error_line": self.shell.last_error_line, "count": self.shell.execution_count - 1,
-                "peer_broken": self.peer.broken, "time": figures}
+                "peer_broken": self.peer.broken, "peer_protocol": self.peer.broke_protocol, "refused": refused,
+                "time": figures}
 
-    def bind_names(self, code: str, message: dict) -> None:
-        """Before a test cell: the answer names and the names the cell needs, from the student kernel."""
+    def bind_names(self, code: str) -> list[str]:
+        """Before a test cell: the answer names and the names the cell needs, from the student kernel.
+
+        Returns what was wrong with the student kernel's answer, in plain words; then nothing is bound and the
+        cell is not run. (Silence is not such a problem: the executor reports a student kernel that stopped.)"""
+        asked = self.names_to_ask(code)
+        if not asked or self.peer.broken:
+            return []
+        try:
+            values = self.peer.request("bind", names=sorted(asked), register=list(self.config.get("classes", [])))
+        except CellTimeout:
+            raise
+        except Exception as error:  # noqa: BLE001 - an answer that could not be read, or an error in its place
+            if self.peer.broken:
+                return []
+            return [f"an answer that could not be used ({type(error).__name__}: {str(error)[:300]})"]
+        accepted, problems = screen_bound(values, asked, self.may_bind, self.may_be_handle,
+                                          tuple(self.codec.classes.values()))
+        if not problems:
+            self.shell.user_ns.update(accepted)
+            self.bound.update(accepted)
+        return problems
+
+    def names_to_ask(self, code: str) -> set[str]:
+        """The answer names (proxies, refreshed before every test cell) and the names the cell reads from outside
+        itself that neither the test kernel nor Python's builtins hold."""
         wanted = set(self.answer_names)
         try:
             tree = ast.parse(self.shell.transform_cell(code))
         except SyntaxError:
-            tree = None
-        if tree is not None:
-            wanted |= {name for name in names_from_outside(tree)
-                       if name not in self.shell.user_ns and not hasattr(builtins, name)}
-        if not wanted or self.peer.broken:
-            return
-        try:
-            values = self.peer.request("bind", names=sorted(wanted), register=list(self.config.get("classes", [])))
-        except RemoteError:
-            return
-        if isinstance(values, dict):
-            for name, value in values.items():
-                if isinstance(name, str) and name.isidentifier():
-                    self.shell.user_ns[name] = value
+            return wanted
+        return wanted | {name for name in names_from_outside(tree)
+                         if name not in self.shell.user_ns and not hasattr(builtins, name)}
+
+    def may_bind(self, name: str) -> bool:
+        """Never over a builtin, nor over what the test kernel holds of its own (the course's helpers, numpy, a test's
+        expected values): only over a name that is free or that an earlier bind_names put there."""
+        if hasattr(builtins, name):
+            return False
+        if name not in self.shell.user_ns:
+            return True
+        return name in self.bound and self.shell.user_ns[name] is self.bound[name]
+
+    def may_be_handle(self, name: str) -> bool:
+        """Only what the source's answer cells define is the student's code; any other name comes by value."""
+        return name in self.answer_names
 
     # -- the loop ----------------------------------------------------------------------------------------
     def loop(self) -> None:

@@ -6,7 +6,9 @@ course's own classes by their fields (see autograder/CONVENTION.md). Anything el
 a reference ({"$": "ref"}) to an object that stays on the side that owns it; the other side
 holds a :class:`Remote` handle and may call it and read its attributes through the peer.
 
-Frames on a channel: 8-byte big-endian length, then UTF-8 JSON.
+Frames on a channel: 8-byte big-endian length, then UTF-8 JSON, read within limits (parse_json): a
+frame that is too large, nests too deeply or holds too many values is the sender's error (WireError),
+never a crash of the reader.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import math
 import pickle
 import random
+import re
 import select
 import socket
 import struct
@@ -38,6 +41,10 @@ except Exception:  # noqa: BLE001
 MAX_FRAME = 256 * 2**20
 MAX_ITEMS = 5_000_000  # a generator longer than this is not data
 MAX_DEPTH = 60
+# How deeply a frame's JSON may nest. A value nests 2-3 JSON levels per level of MAX_DEPTH, inside a message's own
+# few, so honest frames stay below 200; json.loads recurses once per level, and the Python stack of the process that
+# reads (the grader's own, for control frames) must never overflow on what the other side sent.
+MAX_JSON_DEPTH = 400
 PLAIN = (type(None), bool, int, float, str)
 BUILTIN_FACTORIES = {"int": int, "float": float, "list": list, "dict": dict, "set": set, "str": str, "tuple": tuple}
 
@@ -55,9 +62,10 @@ class PeerGone(WireError):
 class Channel:
     """Length-prefixed JSON frames over a connected stream socket."""
 
-    def __init__(self, sock: socket.socket, max_frame: int = MAX_FRAME):
+    def __init__(self, sock: socket.socket, max_frame: int = MAX_FRAME, max_values: int | None = None):
         self.sock = sock
         self.max_frame = max_frame
+        self.max_values = max_values  # about how many JSON values a frame may make the reader build (parse_json)
         self.sock.setblocking(True)
 
     def fileno(self) -> int:
@@ -94,13 +102,72 @@ class Channel:
         (size,) = struct.unpack(">Q", self._read(8, deadline))
         if size > self.max_frame:
             raise WireError(f"a message of {size:,d} bytes is larger than the limit of {self.max_frame:,d}")
-        try:
-            message = json.loads(self._read(size, deadline))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise WireError(f"a message that is not JSON ({error})") from None
+        message = parse_json(self._read(size, deadline), max_values=self.max_values)
         if not isinstance(message, dict):
             raise WireError("a message that is not a JSON object")
         return message
+
+
+# -- reading JSON within limits -------------------------------------------------------------------------
+
+_ESCAPES = re.compile(rb"\\.", re.S)  # a backslash and the character it escapes (only inside strings)
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b"[]{},:")))
+
+
+def json_structure(data: bytes) -> bytes:
+    """The brackets, commas and colons of a UTF-8 JSON text that lie outside its strings, in order.
+
+    No recursion and no Python loop per character: once the escapes are gone, quotes alternate between
+    opening and closing a string, so every other piece between quotes is outside the strings. In UTF-8 a
+    byte below 0x80 is always that ASCII character: no multi-byte character can hide a quote or a bracket."""
+    if b"\\" in data:
+        data = _ESCAPES.sub(b"", data)
+    return b"".join(data.split(b'"')[::2]).translate(None, _NOT_STRUCTURE)
+
+
+def json_depth(structure: bytes) -> int:
+    """The deepest nesting of brackets in a structure from json_structure."""
+    if not structure:
+        return 0
+    codes = np.frombuffer(structure, dtype=np.uint8)
+    steps = ((codes == ord("[")) | (codes == ord("{"))).astype(np.int32) - ((codes == ord("]")) | (codes == ord("}")))
+    return int(np.cumsum(steps).max())
+
+
+def json_problem(data: bytes, max_depth: int = MAX_JSON_DEPTH, max_values: int | None = None) -> str | None:
+    """Why a UTF-8 JSON text is beyond the limits ("nested more than 400 levels deep"), or None.
+
+    json.loads recurses once per level of nesting (a deep enough text raises RecursionError in the reader),
+    and every value it builds costs the reader memory (``max_values``: about how many may be built). Only a
+    text with more brackets than ``max_depth`` (or more commas than ``max_values``) is scanned, so small
+    frames cost nothing more."""
+    brackets = data.count(b"[") + data.count(b"{")
+    if brackets <= max_depth and (max_values is None or brackets + data.count(b",") <= max_values):
+        return None
+    structure = json_structure(data)
+    if json_depth(structure) > max_depth:
+        return f"nested more than {max_depth} levels deep"
+    if max_values is not None and len(structure) > max_values:
+        return f"of more than {max_values:,d} values"
+    return None
+
+
+def parse_json(data: bytes, max_depth: int = MAX_JSON_DEPTH, max_values: int | None = None):
+    """JSON from another process, read within the limits of json_problem: what breaks them is the sender's
+    error (WireError), never a RecursionError or an exhausted memory in the reader."""
+    try:
+        text = data.decode("utf-8")  # never json's guess of UTF-16 or UTF-32, in which json_structure would be wrong
+    except UnicodeDecodeError as error:
+        raise WireError(f"a message that is not UTF-8 ({error})") from None
+    problem = json_problem(data, max_depth, max_values)
+    if problem:
+        raise WireError(f"a message {problem}")
+    try:
+        return json.loads(text)
+    except RecursionError:  # below max_depth, but the reader's stack was already deep
+        raise WireError("a message nested too deeply to be read here") from None
+    except ValueError as error:
+        raise WireError(f"a message that is not JSON ({error})") from None
 
 
 # -- references -------------------------------------------------------------------------------------
@@ -537,6 +604,50 @@ class Codec:
                       str(node.get("label", "object"))[:80])
 
 
+# -- what a decoded value holds -------------------------------------------------------------------------
+
+PLAIN_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes})  # the common leaves, by a set lookup
+DATA_LEAVES = (type(None), bool, int, float, complex, str, bytes, range, np.generic, np.dtype, np.random.Generator,
+               np.random.RandomState)
+if torch is not None:
+    DATA_LEAVES += (torch.Tensor, torch.dtype, torch.device)
+
+
+def only_data(value, course_classes=(), depth: int = 0) -> bool:
+    """Whether a decoded value is data all the way down: no handle to the other side's objects, no iterator, no
+    object that is neither data nor an instance of one of ``course_classes`` (which travel by their fields)."""
+    if type(value) in PLAIN_TYPES:
+        return True
+    if depth > 2 * MAX_DEPTH:  # deeper than decode() builds: refuse rather than recurse
+        return False
+    d = depth + 1
+    if type(value) in course_classes:  # (first: a course class may subclass a tuple, or even an int)
+        items = field_values(value) + (list(value) if isinstance(value, tuple) else [])
+        return all(only_data(x, course_classes, d) for x in items)
+    if isinstance(value, DATA_LEAVES):
+        return True
+    if isinstance(value, (list, tuple, set, frozenset)):  # (a given cell's corpus: a million words, so the leaves first)
+        return all(type(x) in PLAIN_TYPES or only_data(x, course_classes, d) for x in value)
+    if isinstance(value, dict):
+        return all(only_data(k, course_classes, d) and only_data(v, course_classes, d) for k, v in value.items())
+    if isinstance(value, np.ndarray):
+        return value.dtype != object or all(only_data(x, course_classes, d) for x in value.flat)
+    if isinstance(value, slice):
+        return all(only_data(x, course_classes, d) for x in (value.start, value.stop, value.step))
+    return False
+
+
+def field_values(obj) -> list:
+    """The values of an object's fields: its __dict__ and its slots."""
+    values = list(vars(obj).values()) if isinstance(getattr(obj, "__dict__", None), dict) else []
+    for klass in type(obj).__mro__:
+        slots = getattr(klass, "__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                values.append(getattr(obj, name))
+    return values
+
+
 # -- arguments sent again and again ---------------------------------------------------------------------
 
 MIRROR_MIN_BYTES = 2048  # smaller arguments are simply sent again
@@ -753,6 +864,7 @@ class Peer:
         self.randoms = RandomStates()
         self.next_id = 1
         self.broken: str | None = None
+        self.broke_protocol = False  # the other side sent what is not a frame within the limits (not merely silence)
         self.sent: dict[int, list] = {}  # id(argument) -> [argument, fingerprint, mirror id]
         self.next_mirror = 1
         # what the calls to the other side cost (benchmark.py reports it): how many, their wall time from
@@ -823,9 +935,12 @@ class Peer:
                 if incoming.get("kind") == "rep" and incoming.get("id") == ident:
                     reply = incoming
                     break
-        except WireError as error:
+        except PeerGone as error:
             self.broken = str(error)
             raise RemoteError(f"the other kernel did not answer: {error}") from None
+        except WireError as error:
+            self.broken, self.broke_protocol = str(error), True
+            raise RemoteError(f"the other kernel broke the protocol: {error}") from None
         except BaseException:  # interrupted while waiting (the time limit): the channel is in an unknown state
             self.broken = self.broken or "a request was interrupted while its answer was awaited"
             raise

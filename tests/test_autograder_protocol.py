@@ -1,0 +1,576 @@
+"""The grader's protocol between its processes, against a student's kernel that answers what it likes.
+
+Three classes of attack, each at the depth where it is stopped:
+
+1. names: the trusted runner binds of the student kernel's answer to "bind" only the names it asked for,
+   never over what it holds itself or a builtin, and a handle only for an answer's name; a reference that
+   comes from the student's kernel resolves only to what the trusted side handed out (runner.py, wire.py);
+2. frames: a frame nested too deeply or too large is the sender's error, never a RecursionError or a crash
+   in the reader (wire.parse_json; executor.py, job.py);
+3. LMS exports: entries that become one student id are refused with a reason that names them (grade.py).
+
+The unit tests (a fuzzer of the trusted side's reply handling among them) need no sandbox; the rest run
+small notebooks through the executor with its two runners, as tests/test_autograder_timeouts.py does.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import csv
+import io
+import json
+import os
+import random
+import socket
+import struct
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from course import REPO, SOLUTIONS
+
+sys.path.insert(0, str(REPO / "autograder"))
+sys.path.insert(0, str(REPO / "autograder" / "inkernel"))
+from executor import Plan, run  # noqa: E402
+from runner import Runner, screen_bound  # noqa: E402
+from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
+from wire import (MAX_DEPTH, MAX_JSON_DEPTH, Channel, Codec, Remote, WireError, json_depth,  # noqa: E402
+                  json_structure, parse_json)
+
+CH1 = "01-ngram-language-models"
+NB1 = f"{CH1}.ipynb"
+
+
+# -- helpers -----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    worker = Sandbox(tmp_path_factory.mktemp("worker"), Limits(cell_timeout=20), sandboxed=bubblewrap() is not None)
+    worker.start()
+    yield worker
+    worker.close()
+
+
+def execute(sandbox, cells: list[str], tests=(), answer_names=(), definitions: str | None = None):
+    """Run code cells through the grader's executor: ``tests`` in the trusted runner (after ``definitions``)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    course = {min(tests): [definitions]} if definitions and tests else {}
+    plan = Plan(tests=set(tests), course=course, answer_names=list(answer_names), classes=[], hidden_from={})
+    sandbox.reset_scratch()
+    execution = run(nb, sandbox, plan)
+    sandbox.after_submission()
+    return execution, nb
+
+
+def texts(nb, index: int) -> str:
+    return "".join(str(o.get("text", "")) + str(o.get("ename", "")) + ": " + str(o.get("evalue", ""))
+                   for o in nb.cells[index].outputs)
+
+
+def contains_remote(value, depth: int = 0) -> bool:
+    """An independent look for a handle anywhere inside a decoded value (the test's own, not wire.only_data)."""
+    assert depth < 400
+    if isinstance(value, Remote):
+        return True
+    if isinstance(value, dict):
+        return any(contains_remote(k, depth + 1) or contains_remote(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(contains_remote(x, depth + 1) for x in value)
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return any(contains_remote(x, depth + 1) for x in value.flat)
+    if isinstance(value, slice):
+        return any(contains_remote(x, depth + 1) for x in (value.start, value.stop, value.step))
+    if isinstance(value, Box):
+        return any(contains_remote(x, depth + 1) for x in vars(value).values())
+    return False
+
+
+# -- 1. names: what the trusted runner takes of the student kernel's answer ------------------------------------
+
+class Box:
+    """A course class (as if from a `definitions` cell): it travels by its fields."""
+
+
+class ScriptedPeer:
+    """The student's kernel, reduced to its answer to "bind": a prepared node, decoded as Peer.request decodes it."""
+
+    def __init__(self, codec: Codec):
+        self.codec, self.broken, self.node, self.asked = codec, None, None, None
+
+    def request(self, op: str, **fields):
+        assert op == "bind"
+        self.asked = set(fields["names"])
+        return self.codec.decode(self.node)
+
+
+def trusted_runner(user_ns: dict, answer_names: list[str]) -> Runner:
+    """A trusted Runner without a shell, sockets or sandbox: its real bind_names, names_to_ask, may_bind and
+    resolve_name, with the student's kernel replaced by a ScriptedPeer."""
+    runner = Runner.__new__(Runner)
+    runner.side, runner.config, runner.answer_names, runner.bound = "t", {"classes": []}, list(answer_names), {}
+    runner.shell = type("Shell", (), {"user_ns": user_ns, "transform_cell": staticmethod(lambda code: code)})()
+    runner.codec = Codec("t", {"course:Box": Box})
+    runner.codec.names = runner.resolve_name
+    runner.peer = ScriptedPeer(runner.codec)
+    runner.codec.peer = runner.peer
+    return runner
+
+
+def expect_same(got, want):
+    assert got == want
+
+
+def check(value):
+    assert value
+
+
+TRUSTED = {"expect_same": expect_same, "check": check, "np": np, "expected": 42, "secret_table": {"a": 1},
+           "__builtins__": builtins}
+ANSWERS = ["answer", "Model", "rate"]
+TEST_CELL = "expect_same(answer(data), expected)\ncheck(rate < threshold)\nprint(len(words), Model, secret_table)"
+GIVEN = ["data", "threshold", "words"]  # what the test cell reads that neither the test kernel nor builtins hold
+
+
+def handle(name: str = "answer") -> dict:
+    return {"$": "name", "side": "s", "v": name}
+
+
+def test_the_trusted_runner_binds_only_names_it_asked_for():
+    runner = trusted_runner(dict(TRUSTED), ANSWERS)
+    before = dict(runner.shell.user_ns)
+    # an honest answer: handles for the answers, data for the given cells' names
+    runner.peer.node = {"$": "dict", "v": [["answer", handle()], ["Model", handle("Model")], ["rate", 0.5],
+                                           ["data", {"$": "list", "v": [1, 2]}], ["threshold", 0.9],
+                                           ["words", {"$": "list", "v": ["a"]}]]}
+    assert runner.bind_names(TEST_CELL) == []
+    assert runner.peer.asked == set(ANSWERS) | set(GIVEN)
+    assert isinstance(runner.shell.user_ns["answer"], Remote) and runner.shell.user_ns["data"] == [1, 2]
+    assert all(runner.shell.user_ns[k] is v for k, v in before.items())
+    # names nobody asked for, over the course's helpers: the whole answer is refused, nothing is bound
+    runner.peer.node = {"$": "dict", "v": [["answer", handle()], ["expect_same", handle("_yes")], ["np", handle()]]}
+    problems = runner.bind_names(TEST_CELL)
+    assert problems and "not asked for" in problems[0] and "'expect_same'" in problems[0] and "'np'" in problems[0]
+    assert runner.shell.user_ns["expect_same"] is expect_same and runner.shell.user_ns["np"] is np
+    # a handle for a given cell's name (not an answer) is not taken; data for it is; a builtin never
+    runner = trusted_runner(dict(TRUSTED), ANSWERS)
+    runner.peer.node = {"$": "dict", "v": [["data", handle("data")], ["threshold", {"$": "list", "v": [handle()]}],
+                                           ["words", {"$": "list", "v": ["b"]}]]}
+    assert runner.bind_names(TEST_CELL) == []
+    assert "data" not in runner.shell.user_ns and "threshold" not in runner.shell.user_ns
+    assert runner.shell.user_ns["words"] == ["b"]
+    assert not screen_bound({"len": 1}, {"len"}, runner.may_bind, runner.may_be_handle)[0]
+
+
+def test_an_answer_that_is_not_a_dict_of_names_is_the_students_error():
+    runner = trusted_runner(dict(TRUSTED), ANSWERS)
+    for node, words in [({"$": "list", "v": [1]}, "not a dict"), ("answer", "not a dict"), (None, "not a dict"),
+                        (handle(), "not a dict"), ({"$": "dict", "v": [[1, 2]]}, "not names"),
+                        ({"$": "dict", "v": [["a b", 2]]}, "not names"),
+                        ({"$": "dict", "v": [[{"$": "tuple", "v": ["answer"]}, 2]]}, "not names"),
+                        ({"$": "bogus"}, "could not be used"), ({"$": "dict", "v": "x"}, "could not be used")]:
+        runner.peer.node = node
+        problems = runner.bind_names(TEST_CELL)
+        assert problems and words in problems[0], (node, problems)
+    assert runner.shell.user_ns == TRUSTED
+
+
+def test_a_reference_to_a_trusted_global_by_name_is_refused():
+    """The trusted side hands out no names: a {"$": "name", "side": "t"} from the student names one of the test's
+    globals (an expected value), and must never decode to it, in an answer to "bind" or anywhere else."""
+    runner = trusted_runner(dict(TRUSTED), ANSWERS)
+    for name in ("expected", "secret_table", "expect_same", "np", "__builtins__"):
+        with pytest.raises(WireError, match="name of the test kernel"):
+            runner.codec.decode({"$": "name", "side": "t", "v": name})
+        with pytest.raises(WireError):
+            runner.codec.decode({"$": "list", "v": [1, {"$": "name", "side": "t", "v": name}]})
+        runner.peer.node = {"$": "dict", "v": [["rate", {"$": "name", "side": "t", "v": name}]]}
+        problems = runner.bind_names(TEST_CELL)
+        assert problems and "name of the test kernel" in problems[0]
+    with pytest.raises(WireError, match="does not exist"):  # a trusted object it was never handed
+        runner.codec.decode({"$": "ref", "side": "t", "id": 1})
+    handed = runner.codec.keep(expect_same)
+    assert runner.codec.decode(handed) is expect_same  # what the trusted side handed out does come back
+    assert runner.shell.user_ns == TRUSTED
+
+
+# What a fuzzed answer is made of
+KEYS_ASKED = ANSWERS + GIVEN
+KEYS_TRUSTED = ["expect_same", "check", "np", "expected", "secret_table", "__builtins__"]
+KEYS_BUILTIN = ["print", "len", "open", "eval", "__import__", "isinstance", "True", "__build_class__"]
+KEYS_ODD = ["", "a b", "1x", "x" * 5000, "ä", "__class__", "answer\n", "import"]
+
+
+def random_leaf(rng: random.Random):
+    if rng.random() < 0.08:  # what no honest kernel sends: each an error when decoded
+        return rng.choice([{"$": "nd", "dtype": "<f8", "shape": [3], "v": "AAAA"},
+                           {"$": "nd", "dtype": "O", "shape": [1], "v": ""},
+                           {"$": "ref", "side": "t", "id": rng.randint(0, 9)}, {"$": "mirror", "id": 3},
+                           {"$": "name", "side": "t", "v": rng.choice(KEYS_TRUSTED + KEYS_ASKED)},
+                           {"$": "bogus"}, {"$": 7}, ["raw", "list"], {"no": "tag"}, {"$": "bytes", "v": "!"}])
+    return rng.choice([None, True, 0, -1, 2**70, 1.5, float("nan"), "s", "x" * rng.randint(0, 3000),
+                       {"$": "bytes", "v": base64.b64encode(b"\0\1").decode()}, {"$": "complex", "v": [1, 2]},
+                       {"$": "nd", "dtype": "<f8", "shape": [2], "v": base64.b64encode(np.ones(2).tobytes()).decode()},
+                       {"$": "npdtype", "v": "<i4"}, {"$": "range", "v": [0, 3, 1]}, {"$": "str", "v": "t"},
+                       handle(), handle(rng.choice(KEYS_ASKED)), {"$": "ref", "side": "s", "id": rng.randint(0, 9)}])
+
+
+def random_value(rng: random.Random, depth: int = 0):
+    roll = rng.random()
+    if depth > 4 or roll < 0.45:
+        return random_leaf(rng)
+    items = [random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    if roll < 0.6:
+        return {"$": rng.choice(["list", "tuple", "iter", "set"]), "v": items}
+    if roll < 0.7:
+        return {"$": "ndobj", "shape": [len(items)], "v": items}
+    if roll < 0.8:
+        return {"$": "slice", "v": (items + [None, None, None])[:3]}
+    if roll < 0.9:
+        return {"$": "obj", "cls": "course:Box" if rng.random() < 0.9 else "course:Nope",
+                "v": [[f"f{i}", x] for i, x in enumerate(items)]}
+    return {"$": "dict", "kind": rng.choice([None, "Counter", "defaultdict", "OrderedDict"]), "factory": "list",
+            "v": [[random_leaf(rng), x] for x in items]}
+
+
+def deep(levels: int) -> dict:
+    node: object = 1
+    for _ in range(levels):
+        node = {"$": "list", "v": [node]}
+    return node
+
+
+def random_answer(rng: random.Random) -> tuple[object, bool]:
+    """A node for the student kernel's answer to "bind", and whether it holds a key that must not be taken."""
+    shape = rng.random()
+    if shape < 0.08:  # not a dict at all, or a malformed one
+        return rng.choice([{"$": "list", "v": [random_value(rng)]}, random_leaf(rng), {"$": "dict", "v": [[1]]},
+                           {"$": "dict", "v": {"a": 1}}, {"$": "dict"}, deep(rng.choice([MAX_DEPTH + 5, 500])), [],
+                           "dict"]), True
+    if shape < 0.10:  # huge: many names asked for and not
+        names = [f"n{i}" for i in range(rng.choice([1000, 20_000]))] + KEYS_ASKED
+        return {"$": "dict", "v": [[n, 1] for n in names]}, True
+    pairs = []
+    for _ in range(rng.randint(0, 6)):
+        key = rng.choice(KEYS_ASKED)
+        if key in ANSWERS and rng.random() < 0.4:
+            value = handle(key)  # what an honest kernel sends for an answer
+        else:
+            value = deep(rng.choice([3, MAX_DEPTH + 3])) if rng.random() < 0.03 else random_value(rng)
+        pairs.append([key, value])
+    bad = rng.random() < 0.3
+    if bad:  # a key it was not asked for: the test's own names, builtins, odd text, keys that are no text
+        key = rng.choice(KEYS_TRUSTED + KEYS_BUILTIN + KEYS_ODD) if rng.random() < 0.7 else rng.choice(
+            [1, None, 2.5, {"$": "tuple", "v": ["answer"]}, {"$": "bytes", "v": ""}, {"$": "frozenset", "v": []}])
+        pairs.insert(rng.randint(0, len(pairs)), [key, rng.choice([handle("_yes"), random_value(rng)])])
+    return {"$": "dict", "kind": rng.choice([None, None, "Counter", "OrderedDict"]), "v": pairs}, bad
+
+
+def test_fuzz_the_trusted_runners_answer_handling():
+    """Thousands of random and adversarial answers to "bind": the trusted side never raises, never binds a name
+    it did not ask for, a builtin, or over what it holds, and never takes a handle for a name that is no answer."""
+    rng = random.Random(20240611)
+    counts = {"answers": 0, "refused": 0, "bound": 0, "handles": 0}
+    began = time.perf_counter()
+    runner = None
+    for round_ in range(3000):
+        if round_ % 40 == 0:  # a fresh test kernel now and then; in between, earlier bindings stay (may_bind)
+            runner = trusted_runner(dict(TRUSTED), ANSWERS)
+        before = dict(runner.shell.user_ns)
+        runner.peer.node, bad = random_answer(rng)
+        problems = runner.bind_names(TEST_CELL)  # never raises
+        counts["answers"] += 1
+        assert isinstance(problems, list) and all(isinstance(p, str) and len(p) < 1000 for p in problems)
+        after = runner.shell.user_ns
+        changed = {k for k in after if k not in before or after[k] is not before[k]}
+        assert not set(before) - set(after), "a name was removed"
+        assert changed <= runner.peer.asked, changed - runner.peer.asked
+        assert changed <= set(KEYS_ASKED)
+        assert all(after[k] is v for k, v in TRUSTED.items()), "a trusted global was replaced"
+        assert not changed & set(dir(builtins))
+        for name in changed - set(ANSWERS):
+            assert not contains_remote(after[name]), f"a handle was bound for {name!r}, which is no answer"
+        counts["handles"] += sum(isinstance(after[n], Remote) for n in changed)
+        if bad:
+            assert problems and not changed, (runner.peer.node if len(str(runner.peer.node)) < 2000 else "", problems)
+        counts["refused"] += bool(problems)
+        counts["bound"] += len(changed)
+    seconds = time.perf_counter() - began
+    assert counts["refused"] > 1000 and counts["bound"] > 500 and counts["handles"] > 200, counts
+    print(f"fuzz: {counts} in {seconds:.1f} s")
+
+
+# the student's kernel, patched from inside: what a submission can do to its own runner
+FORGE_EXTRA_NAMES = """import gc
+def _yes(*args, **kwargs):
+    return True
+for _peer in [o for o in gc.get_objects() if type(o).__name__ == 'Peer']:
+    def _forged(message, _serve=_peer.serve):
+        reply = _serve(message)
+        if message.get('op') == 'bind':  # the course's helpers and numpy, replaced by a yes
+            reply['value']['v'] += [[name, {'$': 'name', 'side': 's', 'v': '_yes'}] for name in ('expect_same', 'np')]
+        return reply
+    _peer.serve = _forged
+"""
+
+FORGE_TRUSTED_NAME = """import gc
+_codec = next(o for o in gc.get_objects() if type(o).__name__ == 'Codec')
+class _Expected:
+    pass
+def _encode(value, depth=0, *, as_argument=False, _original=_codec.encode):
+    if isinstance(value, _Expected):  # "the test's own expected value", by name
+        return {'$': 'name', 'side': 't', 'v': 'expected'}
+    return _original(value, depth, as_argument=as_argument)
+_codec.encode = _encode
+def answer():
+    return _Expected()
+"""
+
+DEFINITIONS = ("import numpy as np\nexpected = 42\n"
+               "def expect_same(got, want):\n    assert np.array_equal(got, want), f'{got} != {want}'")
+
+
+@pytest.mark.slow  # (a sandbox of its own: two fork servers)
+def test_names_a_forged_answer_adds_never_replace_the_courses_helpers(sandbox):
+    honest, _ = execute(sandbox, ["def answer():\n    return 42", "expect_same(answer(), expected)"], tests={1},
+                        answer_names=["answer"], definitions=DEFINITIONS)
+    assert honest.replies == {0: "ok", 1: "ok"} and not honest.problems, honest.problems
+    wrong = ["def answer():\n    return 41", "expect_same(answer(), 42)"]
+    execution, nb = execute(sandbox, [FORGE_EXTRA_NAMES] + wrong, tests={2}, answer_names=["answer"],
+                            definitions=DEFINITIONS)
+    assert execution.replies[0] == "ok" and execution.replies[2] == "error", texts(nb, 2)
+    # (the definitions cell itself is refused first: the forged answer to its request names `expect_same` too)
+    assert "not asked for" in texts(nb, 2) and "'np'" in texts(nb, 2), texts(nb, 2)
+    assert [p for p in execution.problems if "not asked for" in p and "'expect_same'" in p], execution.problems
+    assert any("test in cell #2 was not run" in p for p in execution.problems), execution.problems
+    assert not [p for p in execution.problems if "definitions before cell #2 failed" in p], "the course is not to blame"
+
+
+@pytest.mark.slow
+def test_a_student_value_that_names_a_trusted_global_never_becomes_it(sandbox):
+    # returned by an answer: the test's `expected` must not come back as the student's result
+    execution, nb = execute(sandbox, [FORGE_TRUSTED_NAME, "assert answer() == expected"], tests={1},
+                            answer_names=["answer"], definitions=DEFINITIONS)
+    assert execution.replies == {0: "ok", 1: "error"}, texts(nb, 1)
+    assert "name of the test kernel" in texts(nb, 1)
+    # bound by name before the test: the answer to "bind" is refused and the test is not run
+    forged = FORGE_TRUSTED_NAME + "rate = _Expected()"
+    execution, nb = execute(sandbox, [forged, "assert rate == expected"], tests={1}, answer_names=["answer", "rate"],
+                            definitions=DEFINITIONS)
+    assert execution.replies == {0: "ok", 1: "error"}, texts(nb, 1)
+    assert "name of the test kernel" in texts(nb, 1) and "was not run" in texts(nb, 1)
+    assert any("cell #1 was not run" in p for p in execution.problems), execution.problems
+
+
+@pytest.mark.slow
+def test_a_given_cells_function_never_reaches_a_test_as_a_handle(sandbox):
+    """Only answers are the student's code: a given cell's function (which the student may have changed) is not
+    fetched, so a test that leans on it fails instead of asking the student for the expected value."""
+    cells = ["def reference():\n    return 41", "def answer():\n    return 41", "assert answer() == reference()",
+             "words = ['a', 'b']", "assert answer() == 41 and words == ['a', 'b']"]
+    execution, nb = execute(sandbox, cells, tests={2, 4}, answer_names=["answer"])
+    assert execution.replies[2] == "error" and "NameError" in texts(nb, 2) and "reference" in texts(nb, 2)
+    assert execution.replies[4] == "ok", texts(nb, 4)  # data from a given cell still comes, by value
+    assert not execution.problems, execution.problems
+
+
+# -- 2. frames: depth and size limits, in every reader -----------------------------------------------------
+
+def test_json_too_deep_or_too_large_is_a_wire_error_never_a_recursion_error():
+    for levels in (MAX_JSON_DEPTH + 1, 5_000, 1_000_000):
+        for text in (b"[" * levels + b"]" * levels, b'{"a":' * levels + b"1" + b"}" * levels, b"[" * levels):
+            with pytest.raises(WireError, match="nested more than"):
+                parse_json(text)
+    assert parse_json(b'{"a":' * MAX_JSON_DEPTH + b"1" + b"}" * MAX_JSON_DEPTH) is not None
+    # brackets inside strings, escaped quotes and backslashes are not structure
+    tricky = json.dumps({"k": "[" * 5000, "q": '\\"[[[' * 300, "u": "\u00e9{" * 500}).encode()
+    assert json_depth(json_structure(tricky)) == 1 and parse_json(tricky)["k"] == "[" * 5000
+    with pytest.raises(WireError, match="values"):
+        parse_json(b"[" + b",".join([b"0"] * 3000) + b"]", max_values=2000)
+    assert len(parse_json(b"[" + b",".join([b"0"] * 1000) + b"]", max_values=2000)) == 1000
+    with pytest.raises(WireError, match="not UTF-8"):  # json.loads would guess UTF-16, where the scan is blind
+        parse_json('["\\"[[["]'.encode("utf-16"))
+    rng = random.Random(7)
+    for _ in range(2000):  # random bytes: a WireError or a value, nothing else
+        data = bytes(rng.choice(b'[]{}",:\\01a ') for _ in range(rng.randint(0, 600)))
+        try:
+            parse_json(data, max_depth=50, max_values=200)
+        except WireError:
+            pass
+
+
+def test_a_deep_or_huge_frame_on_a_socket_is_refused_by_the_channel():
+    ours, theirs = socket.socketpair()
+    try:
+        channel = Channel(ours, max_frame=2**20, max_values=10_000)
+        for frame in (b"[" * 50_000 + b"]" * 50_000, b"[" + b"0," * 20_000 + b"0]"):  # (within a socket's buffer)
+            theirs.sendall(struct.pack(">Q", len(frame)) + frame)
+            with pytest.raises(WireError):
+                channel.recv(time.monotonic() + 5)
+        theirs.sendall(struct.pack(">Q", 2**40))
+        with pytest.raises(WireError, match="larger than the limit"):
+            channel.recv(time.monotonic() + 5)
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_a_deeply_nested_notebook_file_is_invalid_not_a_crash(tmp_path):
+    import job
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    deep_metadata = '"metadata": {"deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    text = nbformat.writes(nb).replace('"metadata": {}', deep_metadata, 1)
+    (tmp_path / NB1).write_text(text)
+    notebook, reason = job.read_student(tmp_path / NB1)
+    assert notebook is None and "nested more than" in reason, reason
+    (tmp_path / NB1).write_text(nbformat.writes(nb))
+    assert job.read_student(tmp_path / NB1)[0] is not None
+
+
+DEEP_ON_CONTROL = """import gc, struct
+_runner = next(o for o in gc.get_objects() if type(o).__name__ == 'Runner')
+_deep = b'[' * 200000 + b']' * 200000
+_runner.control.sock.sendall(struct.pack('>Q', len(_deep)) + _deep)
+"""
+
+DEEP_ON_PEER = """import gc, struct
+def answer():
+    peer = next(o for o in gc.get_objects() if type(o).__name__ == 'Peer')
+    deep = b'{"kind":"rep","id":2,"value":' + b'[' * 200000 + b']' * 200000 + b'}'
+    peer.channel.sock.sendall(struct.pack('>Q', len(deep)) + deep)
+    return 42
+"""
+
+
+@pytest.mark.slow
+def test_a_deep_frame_on_the_control_socket_stops_the_notebook_with_a_reason(sandbox):
+    execution, nb = execute(sandbox, ["def answer():\n    return 42", DEEP_ON_CONTROL, "assert answer() == 42"],
+                            tests={2}, answer_names=["answer"])
+    assert execution.replies == {0: "ok"} and execution.not_run == [1, 2], execution.problems
+    assert execution.problems and "nested more than 400 levels deep" in execution.problems[0]
+    assert "student's kernel sent the grader a message" in execution.problems[0] and "cell #1" in execution.problems[0]
+
+
+@pytest.mark.slow
+def test_a_deep_frame_on_the_peer_socket_fails_the_test_with_a_reason(sandbox):
+    execution, nb = execute(sandbox, [DEEP_ON_PEER, "assert answer() == 42", "print('after')"], tests={1},
+                            answer_names=["answer"])
+    assert execution.replies[0] == "ok" and execution.replies[1] == "error", texts(nb, 1)
+    assert execution.not_run == [2], execution.problems
+    assert "nested more than 400 levels deep" in texts(nb, 1)
+    assert any("cell #1 called the student's code" in p and "nested more than" in p for p in execution.problems), \
+        execution.problems
+
+
+# -- 3. LMS exports: entries that become one student id ----------------------------------------------------
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def solution(chapter: str = CH1) -> bytes:
+    return next((SOLUTIONS / chapter).glob("*.ipynb")).read_bytes()
+
+
+def write_entry(export: Path, name: str, data: bytes) -> None:
+    """A zip file, a loose notebook, or (a name ending in /) a folder holding the notebook."""
+    if name.endswith("/"):
+        (export / name).mkdir()
+        (export / name / NB1).write_bytes(data)
+    elif name.endswith(".zip"):
+        (export / name).write_bytes(zipped({f"{CH1}/{NB1}": data}))
+    else:
+        (export / name).write_bytes(data)
+
+
+@pytest.mark.parametrize("first, second, student", [("name_.zip", "name.zip", "name"),
+                                                    (f"name._{NB1}", f"name_{NB1}", "name"),
+                                                    ("name_/", "name/", "name"), ("name.zip", "name./", "name"),
+                                                    (f"ann_{NB1}", f"ann-{NB1}", "ann")])
+def test_entries_that_become_one_student_id_are_refused_naming_both(tmp_path, first, second, student):
+    import grade
+
+    export, submitted = tmp_path / "export", tmp_path / "submitted"
+    export.mkdir()
+    write_entry(export, first, solution())
+    write_entry(export, second, b'{"the other": "student"}')
+    write_entry(export, "other.zip", solution())
+    notes = grade.collect(export, submitted, [CH1])
+    folder = submitted / student / CH1
+    assert not (folder / NB1).exists(), "one entry silently replaced the other"
+    reason = (folder / f"{NB1}.refused").read_text()
+    assert first.rstrip("/") in reason and second.rstrip("/") in reason and len(reason) < 500, reason
+    assert any(student in n and first.rstrip("/") in n for n in notes), notes
+    assert (submitted / "other" / CH1 / NB1).read_bytes() == solution(), "the other students are collected as usual"
+    assert sorted(p.name for p in submitted.iterdir()) == sorted({student, "other"})
+
+
+def test_one_students_files_are_not_a_collision_and_a_rerun_replaces_nothing(tmp_path):
+    import grade
+
+    chapters = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))[:2]
+    names = [next((SOLUTIONS / c).glob("*.ipynb")).name for c in chapters]
+    export, submitted = tmp_path / "export", tmp_path / "submitted"
+    export.mkdir()
+    for chapter, name in zip(chapters, names):  # <student>_<notebook>.ipynb, one a chapter: one student's files
+        (export / f"bob_{name}").write_bytes(solution(chapter))
+    assert not [n for n in grade.collect(export, submitted, chapters) if "entries" in n]
+    for chapter, name in zip(chapters, names):
+        assert (submitted / "bob" / chapter / name).read_bytes() == solution(chapter)
+    # later, a second entry that becomes `bob`: what was collected before is not graded in its place
+    (export / "bob_.zip").write_bytes(zipped({f"{chapters[0]}/{names[0]}": b"{}"}))
+    grade.collect(export, submitted, chapters)
+    for chapter, name in zip(chapters, names):
+        assert not (submitted / "bob" / chapter / name).exists()
+        assert "'bob_.zip'" in (submitted / "bob" / chapter / f"{name}.refused").read_text()
+
+
+class NoSandbox:
+    """Enough of a Sandbox for a job whose notebooks are all refused: nothing is run."""
+
+    sandboxed = True
+    limits = Limits()
+
+    def reset_scratch(self) -> None:
+        pass
+
+    def after_submission(self) -> None:
+        pass
+
+
+def test_a_collision_is_reported_in_the_csv_and_the_report(tmp_path, monkeypatch):
+    import grade
+    import job
+    from merge import merge_result, register_chapter, write_reports
+
+    export, workspace = tmp_path / "export", tmp_path / "workspace"
+    export.mkdir()
+    write_entry(export, "name_.zip", solution())
+    write_entry(export, "name.zip", solution())
+    grade.collect(export, workspace / "submitted", [CH1])
+    db_url = f"sqlite:///{workspace / 'gradebook.db'}"
+    # nbgrader's gradebook runs `alembic` from this Python's scripts folder (as grade.py arranges)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    register_chapter(db_url, SOLUTIONS / CH1)
+    out = workspace / "autograder-results" / CH1 / "name"
+    result = job.run_job(workspace / "submitted" / "name" / CH1, SOLUTIONS / CH1, "name", out, NoSandbox(),
+                         feedback=False)
+    assert result["score"] == 0 < result["max_score"]
+    merge_result(db_url, workspace, out)
+    write_reports(db_url, [result], workspace / "grades.csv", workspace / "grading-report.md")
+    row = next(csv.DictReader(open(workspace / "grades.csv")))
+    assert row["student"] == "name" and float(row["score"]) == 0
+    assert "'name_.zip'" in row["problems"] and "'name.zip'" in row["problems"], row["problems"]
+    report = (workspace / "grading-report.md").read_text()
+    assert "## name /" in report and "'name_.zip'" in report and "'name.zip'" in report, report
+
