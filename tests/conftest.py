@@ -22,7 +22,7 @@ def pytest_collection_modifyitems(config, items):
                         if defs and defs[-1].scope == "module" and name in SHARED_MODULE_FIXTURES)
         if shared and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}::{shared[0]}"))
-        if config.getvalue("loadgroup"):
+        if getattr(config.option, "loadgroup", False):  # set in pytest-xdist's workers under --dist loadgroup
             name_group(item)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: otherwise in collection order
 
