@@ -98,8 +98,10 @@ def children_cpu_seconds() -> float:
 def execute(path: Path, *, grading: bool, allow_errors: bool = False, timeout: int = 600) -> tuple[Any, Seconds]:
     """Run a notebook top to bottom in a fresh kernel; return it with its outputs and what it cost.
 
-    ``grading=True`` sets NBGRADER_EXECUTION=autograde as nbgrader does; the processor time is then the
-    kernel's own, read after its last cell (the budget COURSE.md sets: 20 s of the kernel's CPU time).
+    ``grading=True`` sets NBGRADER_EXECUTION=autograde as nbgrader does, and one thread (OMP_NUM_THREADS=1) as
+    the instructors' grader runs a submission (autograder/sandbox.py); the processor time is then the kernel's
+    own, read after its last cell (the budget COURSE.md sets: 20 s of the kernel's CPU time). With torch's default
+    two threads beside another job, idle threads spinning for work had added up to 5 s of CPU to a notebook.
     A solution notebook in learner mode is run once per test session, the way a learner or a CI runs it
     (``jupyter nbconvert --execute``, see ``learner_run``), and every suite that needs it shares that run.
     """
@@ -121,6 +123,7 @@ def execute(path: Path, *, grading: bool, allow_errors: bool = False, timeout: i
     )
     scripts = str(Path(sys.executable).parent)
     with environment(NBGRADER_EXECUTION="autograde" if grading else None, MPLBACKEND=None,
+                     OMP_NUM_THREADS="1" if grading else os.environ.get("OMP_NUM_THREADS"),
                      PATH=os.pathsep.join([scripts, os.environ.get("PATH", "")])):
         start = time.perf_counter()
         client.execute()

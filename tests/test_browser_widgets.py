@@ -44,6 +44,9 @@ CASES = [(case, app) for case in WIDGETS for app in ("lab", "notebook")
          if app == "lab" or case.notebook.split("/")[0] in NOTEBOOK_7]
 
 
+# Run alone, after the parallel part of `make test`: beside another worker's notebooks, 2 of 26 runs in the browser
+# stopped with cells never run (a different chapter each time), while all 16 passed in a serial run.
+@pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.skipif(chromium_path() is None, reason="Chromium is not installed (apt-get install chromium)")
 @pytest.mark.parametrize("case, app", CASES, ids=[f"{c.notebook.split('/')[0]}-{a}" for c, a in CASES])
