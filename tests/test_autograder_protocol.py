@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import builtins
 import csv
-import io
 import json
 import os
 import random
@@ -26,7 +25,6 @@ import socket
 import struct
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import nbformat
@@ -37,6 +35,8 @@ from course import REPO, SOLUTIONS
 
 sys.path.insert(0, str(REPO / "autograder"))
 sys.path.insert(0, str(REPO / "autograder" / "inkernel"))
+sys.path.insert(0, str(REPO / "tests"))
+from adversarial.generate import _zip  # noqa: E402
 from executor import Plan, run  # noqa: E402
 from runner import Runner, screen_bound  # noqa: E402
 from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
@@ -470,14 +470,6 @@ def test_a_deep_frame_on_the_peer_socket_fails_the_test_with_a_reason(sandbox):
 
 # -- 3. LMS exports: entries that become one student id ----------------------------------------------------
 
-def zipped(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
-
-
 def solution(chapter: str = CH1) -> bytes:
     return next((SOLUTIONS / chapter).glob("*.ipynb")).read_bytes()
 
@@ -488,7 +480,7 @@ def write_entry(export: Path, name: str, data: bytes) -> None:
         (export / name).mkdir()
         (export / name / NB1).write_bytes(data)
     elif name.endswith(".zip"):
-        (export / name).write_bytes(zipped({f"{CH1}/{NB1}": data}))
+        (export / name).write_bytes(_zip({f"{CH1}/{NB1}": data}))
     else:
         (export / name).write_bytes(data)
 
@@ -528,7 +520,7 @@ def test_one_students_files_are_not_a_collision_and_a_rerun_replaces_nothing(tmp
     for chapter, name in zip(chapters, names):
         assert (submitted / "bob" / chapter / name).read_bytes() == solution(chapter)
     # later, a second entry that becomes `bob`: what was collected before is not graded in its place
-    (export / "bob_.zip").write_bytes(zipped({f"{chapters[0]}/{names[0]}": b"{}"}))
+    (export / "bob_.zip").write_bytes(_zip({f"{chapters[0]}/{names[0]}": b"{}"}))
     grade.collect(export, submitted, chapters)
     for chapter, name in zip(chapters, names):
         assert not (submitted / "bob" / chapter / name).exists()
