@@ -59,12 +59,13 @@ test-numerics: $(VENV)/.test
 	done
 
 # Write this Python's constraints file anew: the newest versions the course's extras resolve to, in a fresh
-# venv with TORCH_SPEC. Run it when a test tool or library should move on, then run `make test` and commit.
+# venv with TORCH_SPEC, under the upper bounds of constraints/pins.txt (each says why). Run it when a test tool
+# or library should move on, then run `make test` and commit.
 constraints:
 	rm -rf build/constraints-venv
 	$(PYTHON) -m venv build/constraints-venv
 	build/constraints-venv/bin/python -m pip install -q "$(TORCH_SPEC)"
-	build/constraints-venv/bin/python -m pip install -q -e ".[test]"
+	build/constraints-venv/bin/python -m pip install -q -c constraints/pins.txt -e ".[test]"
 	{ echo "# Made by \`make constraints\` on $$(date -u +%F) (Python $$(build/constraints-venv/bin/python -c 'import platform; print(platform.python_version())')); \`make test\` installs with it."; \
 	  echo "# torch is left to TORCH_SPEC (its CPU build here); seqlab's own requirements keep lower bounds only."; \
 	  build/constraints-venv/bin/python -m pip freeze --exclude-editable | grep -v -i -E '^(torch|nvidia-|triton|cuda-)'; } > build/constraints.txt

@@ -23,21 +23,36 @@ def chromium_path() -> str | None:
 
 
 @contextlib.contextmanager
-def browser_page(width: int = 1400, height: int = 1000) -> Iterator["Page"]:  # noqa: F821
+def chromium() -> Iterator["Browser"]:  # noqa: F821
+    """Debian's Chromium, headless, for as many pages as the caller opens."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": width, "height": height})
+            yield browser
         finally:
             browser.close()
 
 
+@contextlib.contextmanager
+def new_page(browser, width: int = 1400, height: int = 1000) -> Iterator["Page"]:  # noqa: F821
+    """A page in a context of its own (no storage shared with an earlier page)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
 def open_notebook(page, base: str, app: str, relative_path: str) -> None:
-    """Open a notebook in JupyterLab (``app="lab"``) or Notebook 7 (``app="notebook"``)."""
+    """Open a notebook in JupyterLab (``app="lab"``) or Notebook 7 (``app="notebook"``).
+
+    JupyterLab opens with its workspace reset, so that a server shared between tests never reopens
+    the notebook of an earlier one beside it."""
     route = "lab/tree" if app == "lab" else "notebooks"
-    page.goto(f"{base}/{route}/{relative_path}?token={TOKEN}")
+    reset = "&reset" if app == "lab" else ""
+    page.goto(f"{base}/{route}/{relative_path}?token={TOKEN}{reset}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
     wait_for_kernel(page)
 
@@ -102,7 +117,23 @@ def wait_until_idle(page, seconds: float = 240) -> None:
         if not running and (all_ran or error_outputs(page)):
             return
         page.wait_for_timeout(500)
-    raise TimeoutError("cells were still running, or some never ran")
+    raise TimeoutError(f"cells were still running, or some never ran: {prompt_summary(page)}")
+
+
+def prompt_summary(page) -> str:
+    """What the notebook shows when a wait ran out: the kernel's state and each code cell's prompt, in runs."""
+    indicator = page.locator(".jp-Notebook-ExecutionIndicator")
+    state = indicator.first.get_attribute("data-status") if indicator.count() else "not shown"
+    runs: list[list] = []
+    for number, prompt in enumerate(code_prompts(page), 1):
+        shown = prompt.strip() or "(empty)"
+        shown = "[n]:" if shown[1:-2].strip().isdigit() else shown
+        if runs and runs[-1][0] == shown:
+            runs[-1][2] = number
+        else:
+            runs.append([shown, number, number])
+    cells = ", ".join(f"cells {a}-{b} {p}" if a != b else f"cell {a} {p}" for p, a, b in runs)
+    return f"kernel {state}; {cells}"
 
 
 def error_outputs(page) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -84,3 +85,16 @@ def jupyter(app: str, root: Path, **env: str) -> Iterator[str]:
     finally:
         stop(server)
         shutil.rmtree(settings, ignore_errors=True)
+
+
+def shut_down_kernels(base: str) -> None:
+    """End every session and kernel of a running server (what closing a notebook's tab leaves running)."""
+    def call(method: str, path: str):
+        request = urllib.request.Request(f"{base}{path}?token={TOKEN}", method=method)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+
+    for session in call("GET", "/api/sessions"):
+        call("DELETE", f"/api/sessions/{session['id']}")
+    for kernel in call("GET", "/api/kernels"):
+        call("DELETE", f"/api/kernels/{kernel['id']}")
