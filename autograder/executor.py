@@ -52,6 +52,7 @@ class Plan:
 class Execution:
     replies: dict[int, str] = dataclasses.field(default_factory=dict)  # cell index -> "ok" / "error"
     hidden_failures: set[int] = dataclasses.field(default_factory=set)  # test cells that failed in a hidden test
+    student_errors: set[int] = dataclasses.field(default_factory=set)  # test cells failed by an error the student's code raised
     problems: list[str] = dataclasses.field(default_factory=list)  # plain-words reasons (runner died, ...)
     not_run: list[int] = dataclasses.field(default_factory=list)  # cell indexes never executed
     timed_out: list[int] = dataclasses.field(default_factory=list)
@@ -284,6 +285,8 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
                 line, hidden = reply.get("error_line"), plan.hidden_from.get(index)
                 if hidden is not None and (not isinstance(line, int) or line >= hidden):
                     execution.hidden_failures.add(index)
+                if reply.get("error_from_student") is not False:  # anything but a plain "no" from the test kernel
+                    execution.student_errors.add(index)
             count += 1
             cell.outputs, cell.execution_count = outputs, count
             execution.replies[index] = status

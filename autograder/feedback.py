@@ -7,7 +7,10 @@ HideTestOutputs drops what graded test cells with hidden tests printed. On top o
 what the trusted side reported: a test that failed in its hidden part shows only "a hidden
 test failed" (never its message, inputs or traceback), and what the student's cells printed
 after the first graded test is left out (the student's code has seen hidden inputs by then).
-Scores come from the job's result, so feedback needs no gradebook and is made in parallel by
+`sanitize` (applied to the autograded notebook before it is written, so to feedback too) keeps no
+script, event handler or active content from what the student wrote or what ran: outputs lose
+JavaScript, SVG and widget views, and their HTML passes an allow-list; a markdown cell that is not
+the course's own is rendered and cleaned the same way. Scores come from the job's result, so feedback needs no gradebook and is made in parallel by
 the workers; after manual grading, `nbgrader generate_feedback` remakes it.
 """
 
@@ -18,7 +21,9 @@ import functools
 import html
 import os
 
+import bleach
 from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.markdown import markdown2html_mistune
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader import utils
@@ -41,20 +46,38 @@ class HideTestOutputs(NbGraderPreprocessor):
 
 HIDDEN_FAILED = "a hidden test failed (hidden tests and their messages are not shown in feedback)"
 LEFT_OUT = "[left out of feedback: what the notebook printed after the first graded test]"
+STUDENT_ERROR = "raised by your code after hidden tests had called it (its message is not shown in feedback)"
+MESSAGE_CAP = 200  # characters of an error's message, once hidden tests have run
+
+
+def capped(text) -> str:
+    text = text if isinstance(text, str) else "".join(text)
+    return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [cut]"
 
 
 def from_trusted_side(nb: NotebookNode, cells: dict) -> None:
-    """Hidden failures without their message; the student's outputs after the first graded test left out."""
-    seen_test = False
+    """Hidden failures without their message; the student's outputs after the first graded test left out; once a
+    test cell with hidden tests has run, an error keeps its type and at most MESSAGE_CAP characters of its message,
+    and one that the student's code raised keeps only its type (its message may carry a hidden test's inputs)."""
+    seen_test = hidden_ran = False
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         meta = cell.metadata.get("nbgrader", {})
         if utils.is_grade(cell) and not utils.is_solution(cell):
             seen_test = True
-            if cells.get(meta.get("grade_id"), {}).get("hidden_failure"):
+            reported = cells.get(meta.get("grade_id"), {})
+            if reported.get("hidden_failure"):
                 cell.outputs = [new_output("error", ename="HiddenTestFailed", evalue=HIDDEN_FAILED,
                                            traceback=[f"HiddenTestFailed: {HIDDEN_FAILED}"])]
+            elif hidden_ran:
+                for output in cell.get("outputs", []):
+                    if output.get("output_type") == "error":
+                        message = STUDENT_ERROR if reported.get("student_error") else capped(output.get("evalue", ""))
+                        output.evalue, output.traceback = message, [f"{output.get('ename', 'Error')}: {message}"]
+                    elif output.get("output_type") == "stream":  # a test that prints what the student's code returned
+                        output.text = capped(output.get("text", ""))
+            hidden_ran = hidden_ran or "BEGIN HIDDEN TESTS" in cell.source
         elif seen_test and cell.get("outputs"):
             cell.outputs = [new_output("stream", name="stdout", text=LEFT_OUT + "\n")]
 
@@ -66,6 +89,63 @@ def plain_feedback(entry: dict, student: str, chapter: str, notebook: str) -> st
     notes = "".join(f"<li>{html.escape(str(n))}</li>" for n in entry.get("problems", []) + entry.get("repairs", []))
     return (f"<html><body><h1>{html.escape(notebook)} ({html.escape(chapter)}) for {html.escape(student)}</h1>"
             f"<table>{rows}</table><ul>{notes}</ul></body></html>")
+
+
+# Outputs a browser shows as they are, with nothing active in them; every other kind (JavaScript, SVG, widget views,
+# anything unknown) is dropped, and HTML and markdown pass the allow-list below.
+SAFE_OUTPUTS = {"text/plain", "text/latex", "image/png", "image/jpeg", "image/gif", "application/json"}
+CLEANED_OUTPUTS = {"text/html", "text/markdown"}
+SAFE_TAGS = {"a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em", "h1", "h2",
+             "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "span", "strong", "sub",
+             "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul"}
+SAFE_ATTRIBUTES = {"a": ["href", "title"], "abbr": ["title"], "img": ["src", "alt", "title", "width", "height"],
+                   "td": ["colspan", "rowspan", "align"], "th": ["colspan", "rowspan", "align"], "span": ["class"],
+                   "div": ["class"], "code": ["class"], "table": ["class"]}
+SAFE_PROTOCOLS = {"http", "https", "mailto", "data"}  # bleach allows data: only as an image's inline picture
+
+
+def clean_html(text: str) -> str:
+    """HTML with only the allow-list's tags and attributes; anything else is shown as text, never run."""
+    def allowed(tag: str, name: str, value: str) -> bool:
+        if name == "src" and value.strip().lower().startswith("data:"):
+            return tag == "img" and value.strip().lower().startswith(("data:image/png", "data:image/jpeg", "data:image/gif"))
+        return name in SAFE_ATTRIBUTES.get(tag, [])
+
+    return bleach.clean(text, tags=SAFE_TAGS, attributes=allowed, protocols=SAFE_PROTOCOLS, strip=False, strip_comments=True)
+
+
+def sanitize(nb: NotebookNode, course_markdown: frozenset[str] = frozenset()) -> NotebookNode:
+    """Nothing active from the student's side survives (in place; returns ``nb``): see the module's notes.
+
+    ``course_markdown``: the sources of the chapter's own markdown cells, which are shown as they are."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source not in course_markdown:
+            cell.source = clean_html(markdown2html_mistune(cell.source))
+            cell.pop("attachments", None)
+        elif cell.cell_type == "raw":
+            cell.source = clean_html(cell.source)
+        elif cell.cell_type == "code":
+            for output in cell.get("outputs", []):
+                if output.get("output_type") not in ("display_data", "execute_result"):
+                    continue
+                data = output.get("data", {})
+                for kind in list(data):
+                    if kind in CLEANED_OUTPUTS:
+                        text = data[kind] if isinstance(data[kind], str) else "".join(data[kind])
+                        data[kind] = clean_html(markdown2html_mistune(text) if kind == "text/markdown" else text)
+                    elif kind not in SAFE_OUTPUTS:
+                        del data[kind]
+                if not data:
+                    data["text/plain"] = "[an output that could run code in a browser was left out]"
+    return nb
+
+
+@functools.lru_cache(maxsize=16)
+def course_markdown(source: str) -> frozenset[str]:
+    """The markdown cells of a chapter's source notebook (a path), as the course wrote them."""
+    import nbformat
+
+    return frozenset(c.source for c in nbformat.read(source, as_version=4).cells if c.cell_type == "markdown")
 
 
 @functools.lru_cache(maxsize=1)

@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from job import course_version, run_job, submission_hash  # noqa: E402
+from job import course_version, failed_result, run_job, submission_hash  # noqa: E402
 from safe_input import Refused, describe, entries, is_real_dir, read_file, zip_member_problem  # noqa: E402
 from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
 from workspace import make_workspace  # noqa: E402
@@ -273,7 +273,8 @@ def up_to_date(out: Path, submission: Path, version: str) -> bool:
         result = json.loads((out / "result.json").read_text())
     except (OSError, ValueError):
         return False
-    return result.get("course_version") == version and result.get("submission_hash") == submission_hash(submission)
+    return (not result.get("failed") and result.get("course_version") == version
+            and result.get("submission_hash") == submission_hash(submission))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,16 +369,30 @@ def main(argv: list[str] | None = None) -> int:
             with futures.ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(jobs))), initializer=_worker_start,
                                              initargs=(work_root, limits, sandboxed)) as pool:
                 pending = {pool.submit(_worker_job, *job): job for job in jobs}
+                failures: dict[tuple, list[str]] = {}
                 bar = tqdm(total=len(jobs), unit="submission", disable=args.no_progress, file=sys.stderr)
                 try:
-                    for future in futures.as_completed(pending):
-                        submission, chapter, student, out = pending[future]
+                    while pending:
+                        future = next(futures.as_completed(pending))
+                        job = pending.pop(future)
+                        submission, chapter, student, out = job
                         try:
                             done = future.result()
                             bar.set_postfix_str(f"{student}/{chapter[:2]} {done['score']:g}/{done['max_score']:g}")
                         except Exception as error:  # noqa: BLE001 - one broken job never stops the others
-                            print(f"grade: {student}/{chapter}: the job failed ({type(error).__name__}: {error}); "
-                                  "it will be retried on the next run", file=sys.stderr)
+                            reason = f"{type(error).__name__}: {str(error)[:300]}"
+                            failures.setdefault(job, []).append(reason)
+                            if len(failures[job]) < 2:
+                                print(f"grade: {student}/{chapter}: the job failed ({reason}); trying once more",
+                                      file=sys.stderr)
+                                try:
+                                    pending[pool.submit(_worker_job, *job)] = job
+                                    continue
+                                except futures.process.BrokenProcessPool as broken:  # a worker died: no second try here
+                                    failures[job].append(f"BrokenProcessPool: {broken}")
+                            print(f"grade: {student}/{chapter}: the job failed again ({reason}); recorded as 0 with "
+                                  "the reason, and graded again on the next run", file=sys.stderr)
+                            failed_result(Path(submission), SOLUTIONS / chapter, student, Path(out), failures[job])
                         if (Path(out) / "result.json").exists():
                             merge_result(db_url, workspace, Path(out))
                             merged.add(out)
@@ -408,7 +423,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"grade: {len(results)} of {len(results_dirs)} submissions graded in the gradebook "
           f"({time.perf_counter() - started:.1f} s this run); {flagged} with problems listed in "
           f"{workspace / 'grading-report.md'}; grades in {workspace / 'grades.csv'}", file=sys.stderr)
-    return 130 if interrupted else 0
+    if interrupted:
+        return 130
+    ungraded = [out.name for out in results_dirs if not (out / "result.json").exists()]
+    failed = [r["student"] for r in results if r.get("failed")]
+    if ungraded or failed:
+        print(f"grade: NOT all graded: the grader failed on {', '.join(sorted(failed + ungraded))} (recorded as 0 with "
+              "the reason where it failed twice); run the same command again once the cause is fixed", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

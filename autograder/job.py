@@ -46,6 +46,7 @@ sys.path.insert(0, str(HERE))
 from course_preprocessors import KeepWarningsVisible  # noqa: E402
 from safe_input import Refused, entries, is_real_dir, read_file  # noqa: E402
 from executor import Execution, Plan, run  # noqa: E402
+from feedback import course_markdown, sanitize  # noqa: E402
 from sandbox import Limits, Sandbox  # noqa: E402
 from wire import json_problem  # noqa: E402 - on the path executor puts there
 
@@ -267,6 +268,7 @@ def score_cells(nb: NotebookNode, execution=None, reason: str | None = None) -> 
         cells[gid] = {"auto_score": auto, "max_score": max_score, "solution": utils.is_solution(cell),
                       "test": not utils.is_solution(cell), "reason": why,
                       "hidden_failure": bool(execution is not None and index in execution.hidden_failures),
+                      "student_error": bool(execution is not None and index in execution.student_errors),
                       "no_response": bool(utils.is_solution(cell) and cell.metadata.nbgrader.get("checksum") == utils.compute_checksum(cell))}
     return cells
 
@@ -332,6 +334,31 @@ def timings(execution: Execution, plan: Plan) -> dict:
             "course_rerun_s": round(execution.course_rerun_s, 3)}
 
 
+def failed_result(submission: Path, source_dir: Path, student: str, out: Path, reasons: list[str]) -> dict:
+    """Record a submission on which the grading job itself failed twice: 0 points, the reasons, ``failed``.
+
+    grade.py grades it again on its next run (a failed result is never up to date) and exits non-zero meanwhile."""
+    problem = (f"the grader failed on this submission twice ({'; then '.join(reasons)}); it is recorded as 0 until a "
+               "run grades it (the grader's error, not the student's: fix the cause, then run grade.py again)")
+    result = {"version": RESULT_VERSION, "student": student, "chapter": source_dir.name,
+              "course_version": course_version(source_dir), "submission_hash": submission_hash(submission),
+              "timestamp": None, "notebooks": {}, "sandboxed": None, "failed": True, "problem": problem}
+    for source in sorted(source_dir.glob("*.ipynb")):
+        result["notebooks"][source.stem] = {"status": "failed", "problems": [],
+                                            "cells": score_cells(canonical(source), None, "the grader failed")}
+    result["score"] = 0
+    result["max_score"] = sum(c["max_score"] for n in result["notebooks"].values() for c in n["cells"].values())
+    write_result(out, result)
+    return result
+
+
+def write_result(out: Path, result: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "result.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, out / "result.json")  # atomic: a result file exists only when complete
+
+
 def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox: Sandbox, feedback: bool = True) -> dict:
     """Grade one submission folder against one chapter's sources; write out/result.json; return it."""
     out.mkdir(parents=True, exist_ok=True)
@@ -349,7 +376,7 @@ def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox
     for source in sorted(source_dir.glob("*.ipynb")):
         sandbox.reset_scratch()
         entry, nb = grade_notebook(source, submission / source.name, sandbox)
-        nbformat.write(nb, out / source.name)
+        nbformat.write(sanitize(nb, course_markdown(str(source))), out / source.name)
         result["notebooks"][source.stem] = entry
         if feedback:
             from feedback import feedback_html, plain_feedback
@@ -365,9 +392,7 @@ def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox
     scores = [c for n in result["notebooks"].values() for c in n["cells"].values()]
     result["score"] = sum(c["auto_score"] or 0 for c in scores)
     result["max_score"] = sum(c["max_score"] for c in scores)
-    tmp = out / "result.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, out / "result.json")  # atomic: a result file exists only when complete
+    write_result(out, result)
     return result
 
 

@@ -379,6 +379,24 @@ def test_a_given_cells_function_never_reaches_a_test_as_a_handle(sandbox):
     assert not execution.problems, execution.problems
 
 
+@pytest.mark.slow
+def test_the_test_kernel_reports_an_error_the_students_code_raised(sandbox):
+    """Feedback shows such an error's type only once hidden tests have run (its message may carry their inputs):
+    the test kernel says which failures came from the student's code, also when a test wrapped the error."""
+    answer = "def answer(x):\n    raise ValueError(f'I saw {x!r}')"
+    tests = {
+        "the student's error itself": "answer(7)",
+        "wrapped by the test (raise ... from)": "try:\n    answer(7)\nexcept ValueError as e:\n    raise AssertionError('answer failed') from e",
+        "raised while handling it": "try:\n    answer(7)\nexcept ValueError:\n    assert False, 'answer failed'",
+    }
+    for why, test in tests.items():
+        execution, nb = execute(sandbox, [answer, test], tests={1}, answer_names=["answer"], definitions=DEFINITIONS)
+        assert execution.replies[1] == "error" and execution.student_errors == {1}, (why, texts(nb, 1))
+    for test in ("assert answer.__name__ == 'other'", "expect_same(len('abc'), 4)"):  # the test's own failures
+        execution, nb = execute(sandbox, [answer, test], tests={1}, answer_names=["answer"], definitions=DEFINITIONS)
+        assert execution.replies[1] == "error" and not execution.student_errors, (test, texts(nb, 1))
+
+
 # -- 2. frames: depth and size limits, in every reader -----------------------------------------------------
 
 def test_json_too_deep_or_too_large_is_a_wire_error_never_a_recursion_error():

@@ -32,7 +32,7 @@ import time
 import traceback
 
 from owntime import CLOCKS, CellTimeout, Clock, RunQueue, on_alarm  # noqa: F401
-from wire import Channel, Codec, Peer, Remote, RemoteError, WireError, only_data, write_back  # noqa: F401
+from wire import Channel, Codec, Peer, Remote, RemoteError, WireError, only_data, raised_by_peer, write_back  # noqa: F401
 
 CALL_OUTPUT_BYTES = 64 * 1024  # what a student's function may print during one call from a test (then dropped)
 BACKSTOP = 3.0  # wall time beyond BACKSTOP × the time limit always stops a cell (the grader may say otherwise)
@@ -124,6 +124,7 @@ def make_shell(outputs_ref):
 
     class Shell(InteractiveShell):
         last_error_line: int | None = None
+        last_error_from_peer = False
         cell_file: str | None = None
 
         def init_display_pub(self):
@@ -147,6 +148,7 @@ def make_shell(outputs_ref):
                     break
                 frame_tb = frame_tb.tb_next
             self.last_error_line = line
+            self.last_error_from_peer = raised_by_peer(value)
             try:
                 lines = traceback.format_exception(etype, value, tb)
             except Exception:  # noqa: BLE001 - an exception whose str() fails
@@ -481,7 +483,7 @@ class Runner:
         outputs = Outputs(max(0, self.total_output_budget))
         self.outputs_ref[0] = outputs
         saved = sys.stdout, sys.stderr
-        self.shell.last_error_line = None
+        self.shell.last_error_line, self.shell.last_error_from_peer = None, False
         clock = Clock(timeout, self.backstop * timeout, self.queue)
         result, late, refused = None, None, []
         calls = self.peer.calls, self.peer.call_s, self.peer.remote_s
@@ -517,7 +519,8 @@ class Runner:
             error = result.error_in_exec or result.error_before_exec
             outputs.error(type(error).__name__, str(error), [])
         return {"status": status, "outputs": outputs.items, "dropped": outputs.dropped,
-                "error_line": self.shell.last_error_line, "count": self.shell.execution_count - 1,
+                "error_line": self.shell.last_error_line, "error_from_student": self.shell.last_error_from_peer,
+                "count": self.shell.execution_count - 1,
                 "peer_broken": self.peer.broken, "peer_protocol": self.peer.broke_protocol, "refused": refused,
                 "time": figures}
 

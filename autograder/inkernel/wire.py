@@ -827,6 +827,19 @@ def _is_iterator(value) -> bool:
     return isinstance(value, collections.abc.Iterator) and not isinstance(value, (io.IOBase, Remote))
 
 
+def raised_by_peer(error: BaseException | None) -> bool:
+    """Whether ``error``, or an error it was raised while handling, was rebuilt from the other side's reply.
+
+    The trusted runner reports a test that failed so as failed in the student's code: feedback then shows the
+    error's type but not its message, which the student's code wrote and which may carry a hidden test's inputs."""
+    seen = 0
+    while error is not None and seen < 50:
+        if getattr(error, "__dict__", {}).get("raised_by_peer") is True:
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
 class RemoteError(Exception):
     """An exception raised by the other side's code, by type name and message."""
 
@@ -966,7 +979,9 @@ class Peer:
         if reply.get("error"):
             error = reply["error"]
             name, text = str(error.get("type", "Exception")), str(error.get("message", ""))[:4000]
-            raise self.errors[name](text) if name in self.errors else rebuild_exception(name, text)
+            rebuilt = self.errors[name](text) if name in self.errors else rebuild_exception(name, text)
+            rebuilt.raised_by_peer = True  # exceptions take attributes (BaseException has a __dict__)
+            raise rebuilt
         return self.codec.decode(reply.get("value"))
 
     def answer(self, message: dict) -> dict:
