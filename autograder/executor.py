@@ -17,6 +17,7 @@ rlimit) ends the run with the reason in plain words instead of an exception.
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import socket
 import sys
@@ -59,6 +60,7 @@ class Execution:
     backstopped: set[int] = dataclasses.field(default_factory=set)  # timed out at the backstop (wall time)
     cell_time: dict[int, dict] = dataclasses.field(default_factory=dict)  # cell index -> the runner's wall_s, own_s, ...
     own_time: bool | None = None  # False: the runners could not tell own time (no schedstat) and counted wall time
+    peer_time: bool | None = None  # False: the test kernel could not read the student runner's wait (none credited)
     output_dropped_bytes: int = 0
     kernel_ready_s: float = 0.0
     course_rerun_s: float = 0.0  # the course's definitions run again in the test kernel, and the class guard in the student's
@@ -162,8 +164,13 @@ def start_runners(sandbox: Sandbox, plan: Plan) -> tuple[Side, Side]:
     try:
         backstop = sandbox.limits.backstop
         sandbox.student.fork({"side": "s", "output_bytes": budget, "backstop": backstop}, s_theirs, peer_s)
-        sandbox.trusted.fork({"side": "t", "output_bytes": budget, "answer_names": plan.answer_names,
-                              "classes": plan.classes, "backstop": backstop}, t_theirs, peer_t)
+        watch = sandbox.student.open_schedstat()  # the student's run-queue wait, for the test kernel's clock
+        try:
+            sandbox.trusted.fork({"side": "t", "output_bytes": budget, "answer_names": plan.answer_names,
+                                  "classes": plan.classes, "backstop": backstop}, t_theirs, peer_t, watch)
+        finally:
+            if watch is not None:
+                os.close(watch)
     finally:
         for sock in (s_theirs, t_theirs, peer_s, peer_t):
             sock.close()
@@ -235,6 +242,7 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
                     raise WireError("the runner did not say it is ready")
                 if side is trusted:  # the student's runner could say anything; both run on the same kernel
                     execution.own_time = ready.get("own_time") is True
+                    execution.peer_time = ready.get("peer_time") is True
         except (RuntimeError, WireError) as error:
             stop(f"the kernel did not start: {error}", 0)
             return execution
@@ -298,7 +306,9 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
                     raise Stop(index + 1, student, False, detail, f"a test in cell #{index} called the student's code, "
                                f"whose kernel sent the test kernel a message it does not read ({detail}); the kernel "
                                "was stopped")
-                raise Stop(index + 1, student, True, "the student's code did not answer a test in time")
+                raise Stop(index + 1, student, False, "the student's code did not answer a test in time",
+                           f"a test in cell #{index} called the student's code, which ran past the cell's time and "
+                           "did not answer its interrupt; the kernel was stopped")
     except Stop as stopped:
         index = stopped.index
         if stopped.reason is not None:

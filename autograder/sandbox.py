@@ -91,6 +91,33 @@ def runner_environment(cwd: str) -> dict[str, str]:
     }
 
 
+def _status(pid: int) -> dict[str, list[str]]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return {key: value.split() for key, _, value in (line.partition(":") for line in f)}
+    except OSError:
+        return {}
+
+
+def host_pid(root: int, ns_pid: int) -> int | None:
+    """The pid, as this machine sees it, of the process that is ``ns_pid`` in its own PID namespace and descends
+    from ``root`` (a fork server's bwrap, or the fork server itself when unsandboxed); None if there is none."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if _status(pid).get("NSpid", [])[-1:] != [str(ns_pid)]:
+            continue
+        ancestor = pid
+        for _ in range(16):  # bwrap, its init, the fork server, the runner
+            ancestor = int((_status(ancestor).get("PPid") or ["0"])[0])
+            if ancestor == root:
+                return pid
+            if ancestor <= 1:
+                break
+    return None
+
+
 class Zygote:
     """One sandboxed fork server: start(), then fork() a runner per notebook, close() at the end."""
 
@@ -219,19 +246,34 @@ class Zygote:
             self.close()
             self.start()
 
-    def fork(self, config: dict, control: socket.socket, peer: socket.socket) -> int:
-        """Start a runner on these two sockets (their other ends stay with the caller)."""
+    def fork(self, config: dict, control: socket.socket, peer: socket.socket, watch: int | None = None) -> int:
+        """Start a runner on these two sockets (their other ends stay with the caller); ``watch``, an open
+        schedstat of the other side's runner, is handed down to the runner as well."""
         self.ensure_started()
         cwd = self.cwd
         request = {"op": "fork", "cwd": cwd, "env": runner_environment(cwd), "limits": self.limits.for_kernel(),
                    "config": config}
-        socket.send_fds(self.control, [json.dumps(request).encode()], [control.fileno(), peer.fileno()])
+        fds = [control.fileno(), peer.fileno()] + ([watch] if watch is not None else [])
+        socket.send_fds(self.control, [json.dumps(request).encode()], fds)
         event = self.receive(30)
         if not event or event.get("event") != "started":
             self.close()
             raise RuntimeError("the sandbox did not start a runner")
         self.child, self.last_exit = int(event["pid"]), None
         return self.child
+
+    def open_schedstat(self) -> int | None:
+        """An open, read-only /proc/<pid>/schedstat of the runner just forked (its main thread), as this machine
+        sees it: the test kernel reads the student's run-queue wait from it. None where it cannot be found."""
+        if self.process is None or self.child is None:
+            return None
+        pid = host_pid(self.process.pid, self.child)
+        if pid is None:
+            return None
+        try:
+            return os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
 
     def kill(self) -> None:
         if self.alive() and self.child is not None:

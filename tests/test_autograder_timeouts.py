@@ -193,6 +193,44 @@ def test_a_student_that_sleeps_or_blocks_is_stopped_at_the_limit(sandbox):
         assert 2 <= execution.cell_time[index]["wall_s"] < 3, (index, execution.cell_time[index])
 
 
+FORGED_WAITS = {
+    # the student's replies claim a huge wait for every call
+    "replies": "import sys\n_R = sys.modules['runner'].Runner\n_answer_ended = _R.answer_ended\n"
+               "_R.answer_ended = lambda self, token: {**_answer_ended(self, token), 'waited': 1e9}\n",
+    # the student's own run-queue reads as waiting all the time, so its honest-looking replies claim it
+    "own clock": "import sys, time\nsys.modules['owntime'].RunQueue.wait = lambda self: 10 * time.monotonic()\n",
+}
+
+
+def claim_a_wait(sandbox, limit: float, backstop: float) -> dict:
+    """A test calls the student's function in a loop; the student claims it waited for a CPU all along, while it
+    spins, or sleeps. The test kernel reads the student's wait from outside: it credits none of the claim, and the
+    cell stops at its limit, not at the backstop. Returns the figures of the last cell."""
+    cell = None
+    for name, forge in FORGED_WAITS.items():
+        for work in (SPIN_FUNCTION, "def spin(seconds):\n    import time\n    time.sleep(seconds)\n    return seconds"):
+            execution, nb = execute(sandbox, [forge + work, "while True:\n    spin(0.2)", "print('next')"], tests={1},
+                                    answer_names=["spin"], limit=limit, backstop=backstop)
+            assert execution.timed_out == [1], (name, execution.problems, texts(nb, 1))
+            # a student whose own clock is forged does not answer its interrupt either: its kernel is stopped
+            assert execution.replies.get(2) == "ok" or any("did not answer its interrupt" in p for p in execution.problems)
+            cell = execution.cell_time[1]
+            if execution.peer_time:  # (a kernel without scheduler statistics credits nothing at all)
+                assert 1 not in execution.backstopped, (name, cell, texts(nb, 1))
+                # credited: only the wait the student's runner really had on a busy machine (the claim: the whole call)
+                assert cell["own_s"] >= limit - 0.05 and cell["credit_s"] < 0.5 * cell["wall_s"], (name, cell)
+            assert cell["wall_s"] < limit * backstop + 0.5, (name, cell)
+    return cell
+
+
+@pytest.mark.slow
+def test_a_student_cannot_claim_a_wait_it_did_not_have(sandbox):
+    needs_own_time(execute(sandbox, ["pass"])[0])
+    cell = claim_a_wait(sandbox, 2, 2.0)
+    record("autograder_forged_wait", limit_s=2, backstop=2.0, wall_s=cell["wall_s"], credit_s=cell["credit_s"],
+           own_s=cell["own_s"])
+
+
 @pytest.mark.slow
 def test_the_backstop_holds(sandbox, monkeypatch):
     limit, backstop = 2, 2.0
@@ -211,15 +249,6 @@ def test_the_backstop_holds(sandbox, monkeypatch):
     assert execution.timed_out == [0] and execution.backstopped == {0} and execution.replies[1] == "ok"
     assert "swallowed" in texts(nb, 0) and not execution.problems
 
-    # the student's replies claim a huge wait: the test credits at most the wall time of each call
-    forge = ("import sys\n_R = sys.modules['runner'].Runner\n_answer_ended = _R.answer_ended\n"
-             "_R.answer_ended = lambda self, token: {**_answer_ended(self, token), 'waited': 1e9}\n" + SPIN_FUNCTION)
-    execution, nb = execute(sandbox, [forge, "while True:\n    spin(0.2)", "print('next')"], tests={1},
-                            answer_names=["spin"], limit=limit, backstop=backstop)
-    assert 1 in execution.timed_out and 1 in execution.backstopped, (execution.problems, texts(nb, 1))
-    cell = execution.cell_time[1]
-    assert cell["credit_s"] <= cell["wall_s"] < limit * backstop + 0.5, cell
-    forged = cell
 
     # a student that ignores the interrupt: the grader kills its kernel once the backstop and the grace are over
     monkeypatch.setattr(executor, "GRACE_S", 2)
@@ -232,5 +261,4 @@ def test_the_backstop_holds(sandbox, monkeypatch):
     assert any("backstop" in p and "kernel was stopped" in p for p in execution.problems), execution.problems
     assert seconds < limit * backstop + 2 + 5, seconds
     record("autograder_backstop", limit_s=limit, backstop=backstop, lying_clock_wall_s=lying["wall_s"],
-           forged_credit_wall_s=forged["wall_s"], forged_credit_s=forged["credit_s"], forged_own_s=forged["own_s"],
            deaf_notebook_s=round(seconds, 2))

@@ -2,7 +2,9 @@
 
 own time = wall time since the cell (or a call from a test) began
            - the time the runner's main thread spent runnable but waiting for a CPU (its run-queue wait)
-           - the other runner's run-queue wait during calls made to it (reported in its replies, capped)
+           - the other runner's run-queue wait during calls made to it, capped: the test kernel reads the
+             student runner's from outside (its schedstat, opened by the grader and handed down), never from
+             the student's replies; the student's runner may take the test kernel's word for its own
 
 The run-queue wait is the second field of /proc/thread-self/schedstat (nanoseconds; the first is time on a
 CPU). Sleeping or blocking (on a socket, a pipe, a child process) is NOT forgiven: it counts as time used,
@@ -19,7 +21,9 @@ computes own time; if some is left, it re-arms the timer for what is left (own t
 wall time) and returns, else it raises CellTimeout, and once more at the backstop if the code swallowed that
 one (the grader kills a runner that swallows both). While a request to the other runner is in flight, only
 the backstop is enforced here: the other side runs under its own clock for the time this side has left,
-and reports its run-queue wait, credited on return up to what this side measured.
+and reports its run-queue wait, credited on return up to what this side measured. The test kernel does
+not take the student's word: it reads the student runner's wait from outside (``peer``) and keeps the
+limit itself during calls too, IN_FLIGHT_GRACE_S after the student's own clock would have answered.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import time
 
 SCHEDSTAT = "/proc/thread-self/schedstat"
 MIN_ALARM_S = 0.005  # the shortest re-arm: a timer that keeps firing in a loop helps nobody
+IN_FLIGHT_GRACE_S = 0.5  # past the limit, while the student's code runs for a test, before the test kernel stops it
 
 
 class CellTimeout(Exception):
@@ -38,17 +43,22 @@ class CellTimeout(Exception):
 
 
 class RunQueue:
-    """The run-queue wait of the thread that made it (the runner's main thread), in seconds."""
+    """The run-queue wait of the thread that made it (the runner's main thread), in seconds; or, made from an
+    open ``fd`` of another process's schedstat, of that process's main thread (the test kernel's view of the
+    student's runner, opened by the grader outside both sandboxes)."""
 
-    def __init__(self, path: str = SCHEDSTAT):
+    def __init__(self, path: str = SCHEDSTAT, fd: int | None = None):
         self.fd: int | None = None
         self.reason = ""
         self.last = 0.0
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as error:
-            self.reason = f"{path} cannot be read ({error.strerror})"
-            return
+        if fd is None:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as error:
+                self.reason = f"{path} cannot be read ({error.strerror})"
+                return
+        else:
+            path = f"the schedstat handed down (fd {fd})"
         fields = _fields(fd)
         if fields is None:
             os.close(fd)
@@ -97,9 +107,15 @@ CLOCKS: list["Clock"] = []  # open clocks, innermost last; the SIGALRM handler l
 class Clock:
     """The time limit of one cell or one call: ``limit`` seconds of own time, ``wall_limit`` seconds of wall time."""
 
-    def __init__(self, limit: float, wall_limit: float, queue: RunQueue, call: bool = False):
+    def __init__(self, limit: float, wall_limit: float, queue: RunQueue, call: bool = False,
+                 peer: RunQueue | None = None):
         self.limit, self.wall_limit, self.queue = float(limit), float(wall_limit), queue
         self.call = call  # the student's code called from a test: its limit is what the test cell had left
+        # the test kernel's clock: the student runner's run-queue wait, read from outside. With it, this clock
+        # keeps the limit while the student's code runs (crediting that wait as it grows), instead of leaving
+        # it to the student's own clock until the backstop.
+        self.peer = peer if peer is not None and peer.available else None
+        self.peer_at = 0.0  # the student's wait when the calls in flight began
         self.start = time.monotonic()
         self.wait0 = queue.wait()
         self.credit = 0.0  # the other runner's run-queue wait during calls made to it
@@ -114,7 +130,16 @@ class Clock:
         return self.queue.wait() - self.wait0
 
     def own(self) -> float:
-        return self.wall() - self.waited() - self.credit
+        return self.wall() - self.waited() - self.credit - self.peer_waiting()
+
+    def peer_waiting(self) -> float:
+        """The student's run-queue wait so far in the calls in flight (credited for good when they end)."""
+        if self.peer is None or not self.in_flight:
+            return 0.0
+        return max(0.0, self.peer.wait() - self.peer_at)
+
+    def keeps_limit_in_flight(self) -> bool:
+        return self.peer is not None
 
     def left(self) -> tuple[float, float]:
         """(own seconds left, wall seconds left before the backstop)."""
@@ -131,7 +156,8 @@ class Clock:
         if wall_left <= 0:
             return (f"{what} ran past the backstop, {self.wall_limit:.1f} s of wall time (its own time was "
                     f"{self.own():.1f} s of {self.limit:.1f} s), and was interrupted")
-        if own_left <= 0 and not self.in_flight and not self.over:
+        in_flight_ok = self.in_flight and (not self.keeps_limit_in_flight() or own_left > -IN_FLIGHT_GRACE_S)
+        if own_left <= 0 and not in_flight_ok and not self.over:
             limit = f"the {self.limit:.1f} s its test cell had left" if self.call else f"its time limit of {self.limit:g} s"
             return (f"{what} ran past {limit} and was interrupted (own time {self.own():.1f} s: {self.wall():.1f} s "
                     f"of wall time, less {self.waited() + self.credit:.1f} s spent waiting for a CPU that other "
@@ -140,7 +166,10 @@ class Clock:
 
     def arm(self) -> None:
         own_left, wall_left = self.left()
-        delay = wall_left if self.in_flight or self.over else min(own_left, wall_left)
+        if self.over or (self.in_flight and not self.keeps_limit_in_flight()):
+            delay = wall_left
+        else:  # in flight: a little after the limit, so that the student's own clock answers first if it is honest
+            delay = min(own_left + (IN_FLIGHT_GRACE_S if self.in_flight else 0.0), wall_left)
         signal.setitimer(signal.ITIMER_REAL, max(delay, MIN_ALARM_S))
 
     def open(self) -> "Clock":
@@ -167,6 +196,8 @@ class Clock:
 
     # -- calls to the other runner -------------------------------------------------------------------------
     def call_begun(self) -> tuple[float, float]:
+        if not self.in_flight and self.peer is not None:
+            self.peer_at = self.peer.wait()
         self.in_flight += 1
         if self.active and CLOCKS and CLOCKS[-1] is self:
             self.arm()

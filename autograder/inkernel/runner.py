@@ -271,6 +271,9 @@ class Runner:
         self.codec = Codec(side)
         self.codec.names = self.resolve_name
         self.queue = RunQueue()  # this (the main) thread's run-queue wait: what own time does not count
+        # the test kernel: the student runner's run-queue wait, read from outside (never the student's word for it)
+        watch = config.get("peer_schedstat_fd")
+        self.peer_queue = RunQueue(fd=watch) if side == "t" and isinstance(watch, int) else None
         self.backstop = max(1.0, float(config.get("backstop", BACKSTOP)))
         self.peer = Peer(Channel(peer), self.codec, self.serve, self.peer_timeout, hooks=self)
         self.peer.errors["CellTimeout"] = CellTimeout  # a call of the student's code that ran out of time
@@ -306,15 +309,23 @@ class Runner:
 
     def request_begun(self):
         clock = CLOCKS[-1] if CLOCKS else None
-        return (clock, clock.call_begun()) if clock is not None else None
+        return (clock, clock.call_begun(), self.peer_waited()) if clock is not None else None
+
+    def peer_waited(self) -> float | None:
+        """The test kernel: the student runner's run-queue wait so far, measured from outside (0 where it cannot be)."""
+        if self.side != "t":
+            return None
+        return self.peer_queue.wait() if self.peer_queue is not None else 0.0
 
     def request_ended(self, token, reply: dict | None) -> None:
-        """The other side's run-queue wait during the call is not this side's own time (capped by Clock.call_ended)."""
+        """The other side's run-queue wait during the call is not this side's own time (capped by Clock.call_ended).
+        The test kernel counts the wait it measured itself; the student's runner takes the test kernel's reply."""
         if token is not None:
-            clock, begun = token
+            clock, begun, peer_before = token
             reply = reply if isinstance(reply, dict) else {}
             error = reply.get("error")
-            clock.call_ended(begun, reply.get("waited"), isinstance(error, dict) and error.get("type") == "CellTimeout")
+            waited = reply.get("waited") if peer_before is None else self.peer_waited() - peer_before
+            clock.call_ended(begun, waited, isinstance(error, dict) and error.get("type") == "CellTimeout")
 
     def answer_begun(self, message: dict):
         """The student side answers each request under a clock of its own: the time the test has left."""
@@ -484,7 +495,7 @@ class Runner:
         self.outputs_ref[0] = outputs
         saved = sys.stdout, sys.stderr
         self.shell.last_error_line, self.shell.last_error_from_peer = None, False
-        clock = Clock(timeout, self.backstop * timeout, self.queue)
+        clock = Clock(timeout, self.backstop * timeout, self.queue, peer=self.peer_queue)
         result, late, refused = None, None, []
         calls = self.peer.calls, self.peer.call_s, self.peer.remote_s
         try:
@@ -605,9 +616,10 @@ class Runner:
                         channels = [self.control.sock]
 
 
-def main(control_fd: int, peer_fd: int, config: dict) -> None:
+def main(control_fd: int, peer_fd: int, config: dict, watch_fd: int | None = None) -> None:
     control = socket.socket(fileno=control_fd)
     peer = socket.socket(fileno=peer_fd)
-    runner = Runner(config["side"], control, peer, config)
-    runner.control.send({"ready": True, "own_time": runner.queue.available, "own_time_problem": runner.queue.reason})
+    runner = Runner(config["side"], control, peer, {**config, "peer_schedstat_fd": watch_fd})
+    runner.control.send({"ready": True, "own_time": runner.queue.available, "own_time_problem": runner.queue.reason,
+                         "peer_time": runner.peer_queue is not None and runner.peer_queue.available})
     runner.loop()

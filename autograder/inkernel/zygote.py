@@ -73,7 +73,7 @@ def _address_space() -> int:
     return 0
 
 
-def run_child(request: dict, control_fd: int, peer_fd: int) -> None:
+def run_child(request: dict, control_fd: int, peer_fd: int, watch_fd: int | None = None) -> None:
     """In the forked child: become a runner on the two inherited sockets."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
@@ -93,7 +93,7 @@ def run_child(request: dict, control_fd: int, peer_fd: int) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import runner
 
-    runner.main(control_fd, peer_fd, request["config"])
+    runner.main(control_fd, peer_fd, request["config"], watch_fd)
 
 
 def clean_shared(child: int, folders: list[str], kill_all: bool) -> None:
@@ -140,7 +140,7 @@ def serve(control: socket.socket, shared: list[str], kill_all: bool) -> None:
             for fd in fds:
                 os.close(fd)
             continue
-        if request.get("op") != "fork" or len(fds) != 2:
+        if request.get("op") != "fork" or len(fds) not in (2, 3):  # (the third: the student runner's schedstat)
             for fd in fds:
                 os.close(fd)
             continue
@@ -148,7 +148,7 @@ def serve(control: socket.socket, shared: list[str], kill_all: bool) -> None:
         if pid == 0:
             control.close()
             try:
-                run_child(request, fds[0], fds[1])
+                run_child(request, fds[0], fds[1], fds[2] if len(fds) == 3 else None)
             finally:
                 os._exit(70)
         for fd in fds:
