@@ -397,6 +397,55 @@ def test_the_test_kernel_reports_an_error_the_students_code_raised(sandbox):
         assert execution.replies[1] == "error" and not execution.student_errors, (test, texts(nb, 1))
 
 
+LENT_DEFINITIONS = """import torch
+class Reference(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(2, 1)
+        self.scale = 3
+    def forward(self, x):
+        return self.linear(x)
+    def score(self, x):
+        return self.scale * x
+reference = Reference()
+before = {k: v.clone() for k, v in reference.state_dict().items()}
+"""
+USE_LENT = """import torch
+def use(ref, how):
+    if how == "course":
+        return ref.score(2) + ref.scale + float(ref(torch.ones(2)).shape[0])
+    if how == "load_state_dict":
+        return ref.load_state_dict({"linear.weight": torch.zeros(1, 2), "linear.bias": torch.zeros(1)})
+    if how == "register_forward_hook":
+        return ref.register_forward_hook(lambda module, inputs, output: output * 0)
+    if how == "train":
+        return ref.train(False)
+    if how == "submodule":
+        ref.linear.weight.data.zero_()
+    if how == "method_by_getattr":
+        method = getattr(ref, "zero_grad")
+        return method()
+"""
+LENT_ATTACKS = ["load_state_dict", "register_forward_hook", "train", "submodule", "method_by_getattr"]
+
+
+@pytest.mark.slow
+def test_a_tests_object_lends_only_what_the_course_defines(sandbox):
+    """A test passes its own model to the student's code: the course's methods and attributes work, a library's
+    methods on it (through which the student could change what the test compares with) are refused."""
+    cells = [USE_LENT, "assert use(reference, 'course') == 10.0"]
+    cells += [f"use(reference, {attack!r})" for attack in LENT_ATTACKS]
+    cells.append("assert all(torch.equal(v, before[k]) for k, v in reference.state_dict().items())\n"
+                 "assert reference.training and not reference._forward_hooks")
+    tests = set(range(1, len(cells)))
+    execution, nb = execute(sandbox, cells, tests=tests, answer_names=["use"], definitions=LENT_DEFINITIONS)
+    assert execution.replies[1] == "ok", texts(nb, 1)
+    for index, attack in enumerate(LENT_ATTACKS, start=2):
+        assert execution.replies[index] == "error" and "PermissionError" in texts(nb, index), (attack, texts(nb, index))
+        assert "only what the course defines" in texts(nb, index), (attack, texts(nb, index))
+    assert execution.replies[len(cells) - 1] == "ok", texts(nb, len(cells) - 1)
+
+
 # -- 2. frames: depth and size limits, in every reader -----------------------------------------------------
 
 def test_json_too_deep_or_too_large_is_a_wire_error_never_a_recursion_error():

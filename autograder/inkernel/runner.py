@@ -260,6 +260,25 @@ def listed(items: list, most: int = 5) -> str:
     return shown + (f" and {len(items) - most:,d} more" if len(items) > most else "")
 
 
+def course_class(cls: type) -> bool:
+    """A class the course wrote: in a definitions cell (the test kernel's __main__) or in seqlab."""
+    module = getattr(cls, "__module__", "") or ""
+    return module == "__main__" or module == "seqlab" or module.startswith("seqlab.")
+
+
+def lent(obj, name: str) -> bool:
+    """Whether the student's code may read or call ``name`` of a test's object (CONVENTION.md, 3): a public method
+    or attribute that a course class defines, or a public attribute of the object itself. What a library defines
+    on it is not lent (nn.Module's load_state_dict or register_forward_hook, a list's append): through those the
+    student's code could change what the test compares with."""
+    if not isinstance(name, str) or name.startswith("_"):
+        return False
+    for cls in type(obj).__mro__:
+        if name in vars(cls):
+            return course_class(cls)
+    return name in (getattr(obj, "__dict__", None) or {})
+
+
 class Runner:
     def __init__(self, side: str, control: socket.socket, peer: socket.socket, config: dict):
         self.side = side
@@ -370,8 +389,8 @@ class Runner:
         target = self.target(message.get("target"))
         if op == "getattr":
             name = str(message.get("name"))
-            if trusted and name.startswith("_"):
-                raise PermissionError(f"the test's objects do not show {name!r}")
+            if trusted and not lent(target, name):
+                raise PermissionError(f"the test's objects do not show {name!r} (only what the course defines)")
             return {"value": self.codec.encode(getattr(target, name))}
         if op == "typeof" and not trusted:
             return {"value": self.codec.encode([klass.__name__ for klass in type(target).__mro__])}
@@ -398,8 +417,8 @@ class Runner:
             return {"value": self.codec.encode(result), "ran_s": round(time.monotonic() - began, 6)}
         if op == "callmethod":
             name = str(message.get("name"))
-            if trusted and name.startswith("_"):
-                raise PermissionError(f"the test's objects do not show {name!r}")
+            if trusted and not lent(target, name):
+                raise PermissionError(f"the test's objects do not show {name!r} (only what the course defines)")
             target = getattr(target, name)
         elif op != "call":
             raise WireError(f"unknown request {op!r}")
