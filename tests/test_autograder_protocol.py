@@ -446,6 +446,38 @@ def test_a_tests_object_lends_only_what_the_course_defines(sandbox):
     assert execution.replies[len(cells) - 1] == "ok", texts(nb, len(cells) - 1)
 
 
+@pytest.mark.slow
+def test_an_argument_changed_in_place_comes_back_only_as_data(sandbox):
+    """The student's function changes the test's own list or dict in place: data comes back into it; a handle to
+    the student's code (which a later comparison would call) fails the test and leaves the test's object alone."""
+    cells = ["def change(box, how):\n    if how == 'data':\n        box.append(3)\n"
+             "    elif how == 'function in a list':\n        box.append(lambda: 1)\n"
+             "    elif how == 'object in a dict':\n        box['f'] = object()\n",
+             "items = [1, 2]\nchange(items, 'data')\nassert items == [1, 2, 3]",
+             "items = [1]\ntry:\n    change(items, 'function in a list')\nfinally:\n    assert items == [1]",
+             "table = {}\ntry:\n    change(table, 'object in a dict')\nfinally:\n    assert table == {}"]
+    execution, nb = execute(sandbox, cells, tests={1, 2, 3}, answer_names=["change"])
+    assert execution.replies[1] == "ok", texts(nb, 1)
+    for index in (2, 3):
+        assert execution.replies[index] == "error" and "must hold data" in texts(nb, index), texts(nb, index)
+
+
+def test_a_course_object_written_back_keeps_its_own_fields():
+    from wire import write_back
+
+    class Counts:
+        def __init__(self, seen):
+            self.seen = seen
+
+    mine, theirs = Counts({"a": 1}), Counts({"a": 2})
+    theirs.extra = print  # a field the test's object does not have: never added
+    write_back(mine, theirs)
+    assert vars(mine) == {"seen": {"a": 2}}
+    del theirs.seen  # a field the other side dropped: the test's object keeps it
+    write_back(mine, theirs)
+    assert vars(mine) == {"seen": {"a": 2}}
+
+
 # -- 2. frames: depth and size limits, in every reader -----------------------------------------------------
 
 def test_json_too_deep_or_too_large_is_a_wire_error_never_a_recursion_error():

@@ -745,8 +745,10 @@ def write_back(target, new) -> None:
     elif isinstance(target, np.random.RandomState) and isinstance(new, np.random.RandomState):
         target.set_state(new.get_state())
     elif hasattr(target, "__dict__") and type(new) is type(target) and hasattr(new, "__dict__"):
-        target.__dict__.clear()
-        target.__dict__.update(new.__dict__)
+        fields = vars(target)  # only the fields the test's object has: the other side adds none and drops none
+        for name, value in vars(new).items():
+            if name in fields:
+                fields[name] = value
 
 
 # -- global random states ------------------------------------------------------------------------------
@@ -965,15 +967,21 @@ class Peer:
             ran[0] = float(reply["ran_s"])
         if args is not None and isinstance(reply.get("changed"), dict):
             positional, keywords = args
+            course_classes = tuple(self.codec.classes.values())
             for key, node in reply["changed"].items():
                 target = positional[int(key)] if key.isdigit() and int(key) < len(positional) else keywords.get(key)
+                if target is None or not (isinstance(target, _Items) or is_mutable(target)):
+                    continue
+                new = self.codec.decode(node)
+                if not only_data(new, course_classes):  # a handle to the other side's code inside the test's own object
+                    raise RemoteError(f"the other kernel's code put something that is not data into argument {key!r} "
+                                      "(a function, an object of its own); an argument changed in place must hold data")
                 if isinstance(target, _Items):
-                    new = self.codec.decode(node)
                     for old_item, new_item in zip(target.items, new if isinstance(new, list) else []):
                         if is_mutable(old_item):
                             write_back(old_item, new_item)
-                elif target is not None and is_mutable(target):
-                    write_back(target, self.codec.decode(node))
+                else:
+                    write_back(target, new)
                     if id(target) in self.sent:
                         self.sent[id(target)][1] = fingerprint(target)
         if reply.get("error"):
