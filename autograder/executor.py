@@ -233,6 +233,7 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
             raise Stop(index, side, timed, str(error)) from None
 
     hits_before = sandbox.cgroup.counters() if sandbox.cgroup is not None else {}
+    tests_hits_before = sandbox.trusted_cgroup.counters() if sandbox.trusted_cgroup is not None else {}
     try:
         try:
             student, trusted = start_runners(sandbox, plan)
@@ -350,5 +351,10 @@ def run(nb: NotebookNode, sandbox: Sandbox, plan: Plan) -> Execution:
                                       "for all its processes together, on top of the preloaded libraries)")
         if hits.get("pids", 0) > hits_before.get("pids", 0):
             execution.problems.append(f"the submission reached its limit of {limits.pids} processes and threads")
+    if sandbox.trusted_cgroup is not None:
+        hits = sandbox.trusted_cgroup.counters()
+        if hits.get("memory", 0) > tests_hits_before.get("memory", 0):
+            execution.problems.append("the test kernel reached its memory limit (the values the student's code returned "
+                                      "to the tests were too large)")
     execution.seconds = time.perf_counter() - start
     return execution

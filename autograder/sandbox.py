@@ -312,6 +312,9 @@ class Zygote:
             self.process = None
 
 
+TESTS_MEMORY = 2**30  # the test kernel's memory beyond its fork server's: the tests' own data and what they decode
+
+
 class Sandbox:
     """One worker: a student zygote and a trusted zygote, and the scratch folder of the current submission."""
 
@@ -324,11 +327,14 @@ class Sandbox:
         self.sandboxed = sandboxed
         self.root.mkdir(parents=True, exist_ok=True)
         self.reset_scratch()
-        self.cgroup, self.cgroup_problem = (Cgroup.create(f"seqlab-{os.getpid()}-{id(self):x}") if use_cgroups
-                                            else (None, "cgroups were switched off"))
+        # One control group for the student's side (its fork server, runner and every process they start) and one
+        # for the test kernel's: the submission's limits are the student's alone, never shared with the tests'.
+        name = f"seqlab-{os.getpid()}-{id(self):x}"
+        self.cgroup, self.cgroup_problem = Cgroup.create(name) if use_cgroups else (None, "cgroups were switched off")
+        self.trusted_cgroup = Cgroup.create(name + "-tests")[0] if self.cgroup is not None else None
         self.memory_limit = 0
         self.student = Zygote("s", self.scratch, limits, sandboxed, python, self.cgroup)
-        self.trusted = Zygote("t", None, limits, sandboxed, python, self.cgroup)
+        self.trusted = Zygote("t", None, limits, sandboxed, python, self.trusted_cgroup)
 
     @property
     def scratch(self) -> Path:
@@ -357,10 +363,14 @@ class Sandbox:
         self.set_limits()
 
     def set_limits(self) -> None:
-        """The whole sandbox: what the fork servers hold, plus the submission's budget (and 1 GiB for the tests)."""
+        """The student's side: what its fork server holds (the preloaded libraries) plus the submission's budget; the
+        test kernel's side: what its fork server holds plus TESTS_MEMORY. Processes and CPU: each side its own."""
         if self.cgroup is not None and not self.memory_limit:
-            self.memory_limit = self.cgroup.memory_used() + self.limits.memory_bytes + 2**30
+            self.memory_limit = self.cgroup.memory_used() + self.limits.memory_bytes
             self.cgroup.limit(self.memory_limit, self.limits.pids, self.limits.cpus)
+            if self.trusted_cgroup is not None:
+                self.trusted_cgroup.limit(self.trusted_cgroup.memory_used() + TESTS_MEMORY, self.limits.pids,
+                                          self.limits.cpus)
 
     def ensure_started(self) -> None:
         self.student.ensure_started()
@@ -377,9 +387,10 @@ class Sandbox:
     def close(self) -> None:
         self.student.close()
         self.trusted.close()
-        if self.cgroup is not None:
-            self.cgroup.remove()
-            self.cgroup = None
+        for group in (self.cgroup, self.trusted_cgroup):
+            if group is not None:
+                group.remove()
+        self.cgroup = self.trusted_cgroup = None
 
     @property
     def preload_seconds(self) -> dict:

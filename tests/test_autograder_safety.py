@@ -389,14 +389,17 @@ def grade_students(root: Path, notebooks: dict, *args: str) -> dict[str, dict]:
 
 @pytest.mark.skipif(not cgroups_available(), reason="control groups cannot be created here")
 def test_limits_hold_for_the_whole_sandbox(tmp_path):
-    from adversarial.generate import FILL_DISKS, MEMORY_MANY, PROCESS_FLOOD, insert_before_first_answer
+    from adversarial.generate import (FILL_DISKS, MEMORY_BEYOND_OWN_SHARE, MEMORY_MANY, PROCESS_FLOOD,
+                                      insert_before_first_answer)
 
     stub = lambda code: insert_before_first_answer(load("release", CH1)[0], code)  # noqa: E731
     disk_before = shutil.disk_usage(tmp_path).used
     rows = grade_students(tmp_path, {"memory_many": stub(MEMORY_MANY), "process_flood": stub(PROCESS_FLOOD),
-                                     "fill_disks": stub(FILL_DISKS)}, "--memory-gb", "1", "--cell-timeout", "40")
-    assert set(rows) == {"memory_many", "process_flood", "fill_disks"}, "every submission gets a grade"
-    assert "memory limit" in rows["memory_many"]["problems"], rows["memory_many"]["problems"]
+                                     "fill_disks": stub(FILL_DISKS), "memory_share": stub(MEMORY_BEYOND_OWN_SHARE)},
+                          "--memory-gb", "1", "--cell-timeout", "40")
+    assert set(rows) == {"memory_many", "process_flood", "fill_disks", "memory_share"}, "every submission gets a grade"
+    for student in ("memory_many", "memory_share"):  # the student's side has its own limit, not the tests' as well
+        assert "memory limit" in rows[student]["problems"], (student, rows[student]["problems"])
     assert "processes" in rows["process_flood"]["problems"], rows["process_flood"]["problems"]
     import nbformat
 

@@ -57,9 +57,9 @@ def test_figure_widget_redraws_when_a_control_changes():
 def test_next_word_explorer_builds_and_answers_quickly():
     box = next_word_explorer({"toy": {2: bigram}, "same": {2: bigram}}, VOCAB, initial_context="the")
     text = box.children[0].children[0]
-    start = time.perf_counter()
+    start = time.process_time()
     text.value = "cat"
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def test_next_word_explorer_rejects_bad_models():

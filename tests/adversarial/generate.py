@@ -343,6 +343,23 @@ for pid in children:
     os.waitpid(pid, 0)
 """
 
+# Children that together take 1.5 GiB: more than a submission's 1 GiB, less than that plus the test kernel's share
+# (a control group shared by both sides let them live: a student's processes reached 5.1 GiB under a 4 GiB limit)
+MEMORY_BEYOND_OWN_SHARE = """import os, time
+children = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(500 * 2**20)
+        for i in range(0, len(block), 4096):  # every page touched, once: 500 MiB charged, with no copy on the way
+            block[i] = 1
+        time.sleep(20)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+"""
+
 PROCESS_FLOOD = """import os, time
 started = 0
 for _ in range(3000):
