@@ -235,6 +235,27 @@ def test_feedback_has_no_hidden_tests(batch):
     assert "a hidden test failed" in partly or "partly_wrong" in batch["rows"]
 
 
+def test_errors_raised_after_hidden_tests_show_no_message_of_the_students(batch):
+    """Every answer raises an error whose message holds every argument tests passed it, hidden tests' too: feedback
+    shows such messages only from the test cells before the first with hidden tests, later ones by type only."""
+    import html
+    import re
+
+    import nbformat
+    from feedback import STUDENT_ERROR
+
+    assert score(batch, "leak_via_errors") == 0
+    page = (batch["workspace"] / "feedback" / "leak_via_errors" / CH1 / f"{CH1}.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    source = nbformat.read(next((SOLUTIONS / CH1).glob("*.ipynb")), as_version=4)
+    tests = [c for c in source.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+             and not c.metadata.get("nbgrader", {}).get("solution")]
+    before_hidden = next(i for i, c in enumerate(tests) if "BEGIN HIDDEN TESTS" in c.source) + 1
+    assert STUDENT_ERROR in text, "later tests failed by the student's error show its type only"
+    shown = text.count("ValueError: LEAK ")  # (the attack's own source, shown in its cell, says "LEAK " too)
+    assert 0 < shown <= before_hidden, (shown, before_hidden)
+
+
 def test_rerun_regrades_only_what_is_missing_and_gives_identical_grades(batch):
     workspace = batch["workspace"]
     before = {k: (r["score"], r["problems"]) for k, r in batch["rows"].items()}

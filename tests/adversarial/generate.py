@@ -212,6 +212,15 @@ _stolen = []
 """
 
 
+LEAK_VIA_ERRORS = """_seen = []
+def _leak(*args, **kwargs):
+    # every argument a test ever passed (hidden tests' included), raised as the message of an error, hoping that
+    # feedback shows it
+    _seen.append(repr((args, kwargs))[:2000])
+    raise ValueError('LEAK ' + ' | '.join(_seen)[-6000:])
+"""
+
+
 def forge_answers(nb, body: str):
     """Every answer replaced by a function that calls ``_steal``-like code; the attack's setup first."""
     for cell in nb.cells:
@@ -488,6 +497,8 @@ def submissions(chapter: str = CH1, targets: list[str] | None = None) -> dict[st
         "read_frames": (print_stolen_at_end(forge_answers(insert_before_first_answer(stub(), READ_FRAMES),
                                                           "_steal(*args, **kwargs)")), "zero"),
         "break_protocol": (forge_answers(insert_before_first_answer(stub(), BREAK_PROTOCOL), "None"), "zero"),
+        "leak_via_errors": (forge_answers(insert_before_first_answer(stub(), LEAK_VIA_ERRORS), "_leak(*args, **kwargs)"),
+                            "zero"),
         "unusual_but_correct": (unusual_but_correct(sol()), "full"),
     })
     if chapter == CH1:
