@@ -10,8 +10,9 @@ after the first graded test is left out (the student's code has seen hidden inpu
 `sanitize` (applied to the autograded notebook before it is written, so to feedback too) keeps no
 script, event handler or active content from what the student wrote or what ran: outputs lose
 JavaScript, SVG and widget views, and their HTML passes an allow-list; a markdown cell that is not
-the course's own is rendered and cleaned the same way. Scores come from the job's result, so feedback needs no gradebook and is made in parallel by
-the workers; after manual grading, `nbgrader generate_feedback` remakes it.
+the course's own is rendered and cleaned the same way. Scores come from the job's result, so
+feedback needs no gradebook and is made in parallel by the workers; after manual grading,
+`nbgrader generate_feedback` remakes it.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output, new_raw_cell
 
-from course import REPO, SOLUTIONS
+from course import REPO, SOLUTIONS, is_graded_test
 
 sys.path.insert(0, str(REPO / "autograder"))
 sys.path.insert(0, str(REPO / "autograder" / "inkernel"))
@@ -174,8 +174,7 @@ def test_an_edited_course_explanation_is_cleaned_like_the_students_own(text):
 # -- 2. after hidden tests: no message the student's code wrote ------------------------------------------------
 
 def graded_tests(nb) -> list[int]:
-    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
-            and not c.metadata.get("nbgrader", {}).get("solution")]
+    return [i for i, c in enumerate(nb.cells) if is_graded_test(c)]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from course import REPO, SOLUTIONS
+from course import REPO, SOLUTIONS, is_graded_test
 
 sys.path.insert(0, str(REPO / "autograder"))
 sys.path.insert(0, str(REPO / "tests"))
@@ -248,8 +248,7 @@ def test_errors_raised_after_hidden_tests_show_no_message_of_the_students(batch)
     page = (batch["workspace"] / "feedback" / "leak_via_errors" / CH1 / f"{CH1}.html").read_text()
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     source = nbformat.read(next((SOLUTIONS / CH1).glob("*.ipynb")), as_version=4)
-    tests = [c for c in source.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
-             and not c.metadata.get("nbgrader", {}).get("solution")]
+    tests = [c for c in source.cells if is_graded_test(c)]
     before_hidden = next(i for i, c in enumerate(tests) if "BEGIN HIDDEN TESTS" in c.source) + 1
     assert STUDENT_ERROR in text, "later tests failed by the student's error show its type only"
     shown = text.count("ValueError: LEAK ")  # (the attack's own source, shown in its cell, says "LEAK " too)
