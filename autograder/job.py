@@ -56,6 +56,13 @@ CODE_FILES = ["job.py", "executor.py", "sandbox.py", "inkernel/runner.py", "inke
 RESULT_VERSION = 2
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 NOTEBOOK_DEPTH = 100  # how deeply a submitted notebook's JSON may nest (nbformat's own structure is about 6 levels)
+# How many JSON values a submitted notebook may hold: json.loads builds one object per value in the grader's own
+# process (16.7 million empty objects in a 50 MB file took 10 GiB and 76 s to read; now refused in 1.7 s and 96 MiB).
+# 2 million leave room for a million lines of printed output (read in 0.3 s and 125 MiB); what the grader keeps of a
+# notebook (no outputs) is far smaller, and nbformat reads and validates only that (at most KEPT_VALUES).
+NOTEBOOK_VALUES = 2_000_000
+KEPT_VALUES = 200_000
+MAX_CELLS = 2_000  # a chapter has about 100; every cell is rebuilt, run and rendered into feedback
 
 
 def digest(paths: list[Path]) -> str:
@@ -147,6 +154,19 @@ def plan_for(source: Path, nb: NotebookNode) -> Plan:
                 hidden_from=hidden_from, classes_in=classes_in)
 
 
+def without_outputs(data: dict) -> dict:
+    """The notebook's JSON without what the grader never reads: outputs and attachments (nbformat 4 or 3)."""
+    sheets = data.get("worksheets") if data.get("nbformat") == 3 else [data]
+    for sheet in sheets if isinstance(sheets, list) else []:
+        cells = sheet.get("cells") if isinstance(sheet, dict) else None
+        for cell in cells if isinstance(cells, list) else []:
+            if isinstance(cell, dict):
+                cell.pop("attachments", None)
+                if "outputs" in cell:
+                    cell["outputs"] = []
+    return data
+
+
 def read_student(path: Path) -> tuple[NotebookNode | None, str | None]:
     """The student's notebook, or None and the reason in plain words."""
     try:
@@ -157,21 +177,31 @@ def read_student(path: Path) -> tuple[NotebookNode | None, str | None]:
         return None, f"{path.name} could not be read ({error.strerror})"
     if not raw.strip():
         return None, f"{path.name} is empty"
-    problem = json_problem(raw, NOTEBOOK_DEPTH)  # json.loads and nbformat recurse once per level, in this process
+    # json.loads and nbformat recurse once per level and build an object per value, in the grader's own process
+    problem = json_problem(raw, NOTEBOOK_DEPTH, NOTEBOOK_VALUES)
     if problem:
         return None, f"{path.name} is not a valid notebook: its JSON is {problem}"
     try:
         data = json.loads(raw.decode("utf-8", errors="replace"))
     except json.JSONDecodeError as error:
         return None, f"{path.name} is not a valid notebook: broken JSON at line {error.lineno}, column {error.colno}"
+    del raw
     if not isinstance(data, dict) or "nbformat" not in data:
         return None, f"{path.name} is not a notebook (no nbformat version)"
     if data.get("nbformat") not in (3, 4):
         return None, f"{path.name} has nbformat version {data.get('nbformat')!r}; version 4 is expected"
+    kept = json.dumps(without_outputs(data)).encode()  # the grader runs the cells again: their outputs are not read
+    problem = json_problem(kept, NOTEBOOK_DEPTH, KEPT_VALUES)
+    if problem:
+        return None, f"{path.name} is not a valid notebook: without its outputs, its JSON is still {problem}"
+    data = json.loads(kept)
+    cells = data.get("cells") if data.get("nbformat") == 4 else None
+    if isinstance(cells, list) and len(cells) > MAX_CELLS:
+        return None, f"{path.name} has {len(cells):,d} cells; a notebook of more than {MAX_CELLS:,d} is not graded"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            nb = nbformat.reads(json.dumps(data), as_version=4)
+            nb = nbformat.reads(kept.decode(), as_version=4)
             nbformat.validate(nb, relax_add_props=True)
     except Exception as error:  # noqa: BLE001 - nbformat raises many kinds
         message = str(error).splitlines()[0][:200]

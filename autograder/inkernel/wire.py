@@ -111,27 +111,31 @@ class Channel:
 # -- reading JSON within limits -------------------------------------------------------------------------
 
 _ESCAPES = re.compile(rb"\\.", re.S)  # a backslash and the character it escapes (only inside strings)
-_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b"[]{},:")))
+_SCAN_CHUNK = 1 << 20  # bytes per step of json_shape: its arrays stay a few MB whatever the text's size
+_QUOTE, _COMMA = ord('"'), ord(",")
+_OPEN, _CLOSE = np.array([ord("["), ord("{")], np.uint8), np.array([ord("]"), ord("}")], np.uint8)
 
 
-def json_structure(data: bytes) -> bytes:
-    """The brackets, commas and colons of a UTF-8 JSON text that lie outside its strings, in order.
+def json_shape(data: bytes) -> tuple[int, int]:
+    """(deepest nesting, about how many values) of a UTF-8 JSON text: its opening brackets and commas outside strings.
 
-    No recursion and no Python loop per character: once the escapes are gone, quotes alternate between
-    opening and closing a string, so every other piece between quotes is outside the strings. In UTF-8 a
-    byte below 0x80 is always that ASCII character: no multi-byte character can hide a quote or a bracket."""
+    No recursion, no Python loop per character and no object per string: once the escapes are gone, quotes
+    alternate between opening and closing a string, so a character lies outside the strings where the quotes
+    before it are even in number. The text is read in chunks, so a 256 MB frame costs a few MB to scan. In UTF-8
+    a byte below 0x80 is always that ASCII character: no multi-byte character can hide a quote or a bracket."""
     if b"\\" in data:
         data = _ESCAPES.sub(b"", data)
-    return b"".join(data.split(b'"')[::2]).translate(None, _NOT_STRUCTURE)
-
-
-def json_depth(structure: bytes) -> int:
-    """The deepest nesting of brackets in a structure from json_structure."""
-    if not structure:
-        return 0
-    codes = np.frombuffer(structure, dtype=np.uint8)
-    steps = ((codes == ord("[")) | (codes == ord("{"))).astype(np.int32) - ((codes == ord("]")) | (codes == ord("}")))
-    return int(np.cumsum(steps).max())
+    codes = np.frombuffer(data, dtype=np.uint8)
+    inside, depth, deepest, count = 0, 0, 0, 0
+    for start in range(0, len(codes), _SCAN_CHUNK):
+        part = codes[start:start + _SCAN_CHUNK]
+        parity = (np.cumsum(part == _QUOTE, dtype=np.int64) + inside) & 1
+        outside = parity == 0
+        opens, closes = np.isin(part, _OPEN) & outside, np.isin(part, _CLOSE) & outside
+        count += int(opens.sum() + ((part == _COMMA) & outside).sum())
+        levels = np.cumsum(opens.astype(np.int64) - closes) + depth
+        deepest, depth, inside = max(deepest, int(levels.max())), int(levels[-1]), int(parity[-1])
+    return deepest, count
 
 
 def json_problem(data: bytes, max_depth: int = MAX_JSON_DEPTH, max_values: int | None = None) -> str | None:
@@ -144,10 +148,10 @@ def json_problem(data: bytes, max_depth: int = MAX_JSON_DEPTH, max_values: int |
     brackets = data.count(b"[") + data.count(b"{")
     if brackets <= max_depth and (max_values is None or brackets + data.count(b",") <= max_values):
         return None
-    structure = json_structure(data)
-    if json_depth(structure) > max_depth:
+    depth, values = json_shape(data)
+    if depth > max_depth:
         return f"nested more than {max_depth} levels deep"
-    if max_values is not None and len(structure) > max_values:
+    if max_values is not None and values > max_values:
         return f"of more than {max_values:,d} values"
     return None
 
@@ -156,7 +160,7 @@ def parse_json(data: bytes, max_depth: int = MAX_JSON_DEPTH, max_values: int | N
     """JSON from another process, read within the limits of json_problem: what breaks them is the sender's
     error (WireError), never a RecursionError or an exhausted memory in the reader."""
     try:
-        text = data.decode("utf-8")  # never json's guess of UTF-16 or UTF-32, in which json_structure would be wrong
+        text = data.decode("utf-8")  # never json's guess of UTF-16 or UTF-32, in which json_shape would be wrong
     except UnicodeDecodeError as error:
         raise WireError(f"a message that is not UTF-8 ({error})") from None
     problem = json_problem(data, max_depth, max_values)

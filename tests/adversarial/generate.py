@@ -523,6 +523,124 @@ def persistence_batch(chapter: str = CH1) -> dict[str, tuple[object, str]]:
     }
 
 
+# -- the classes of attack of issue 23, each in two variants, for any chapter (tests/test_autograder_attacks.py) --
+BIND_EXTRA_NAMES = """import gc
+def _yes(*args, **kwargs):
+    return True
+for _peer in [o for o in gc.get_objects() if type(o).__name__ == 'Peer']:
+    def _forged(message, _serve=_peer.serve):
+        reply = _serve(message)
+        if message.get('op') == 'bind' and isinstance(reply.get('value'), dict):  # the test kernel's helpers, a yes
+            reply['value'].setdefault('v', []).extend([name, {'$': 'name', 'side': 's', 'v': '_yes'}] for name in
+                ('expect', 'expect_close', 'expect_equal', 'expect_raises', 'np', 'torch', 'math', 'isinstance', 'len'))
+        return reply
+    _peer.serve = _forged
+"""
+
+NAME_A_TRUSTED_GLOBAL = """import gc
+_codec = next(o for o in gc.get_objects() if type(o).__name__ == 'Codec')
+class _Theirs:
+    pass
+_names = ['expected', 'want', 'reference', '_reference', 'np', '__builtins__']
+def _encode(value, depth=0, *, as_argument=False, _original=_codec.encode):
+    if isinstance(value, _Theirs):  # "whatever the test compares with", by a name of the test kernel
+        _names.append(_names.pop(0))
+        return {'$': 'name', 'side': 't', 'v': _names[0]}
+    return _original(value, depth, as_argument=as_argument)
+_codec.encode = _encode
+"""
+
+LEAK_BY_DISPLAY = """import os
+from IPython.display import display, HTML
+def _show(*args, **kwargs):
+    # every argument a test passes, shown wherever the kernel would show it: displayed, printed, on the raw fd
+    text = 'LE' + 'AKED ' + repr((args, kwargs))[:3000]
+    display(HTML('<pre>' + text + '</pre>'))
+    print(text)
+    os.write(1, text.encode())
+    return None
+"""
+
+CLAIM_A_WAIT = {
+    "claims_wait_in_replies": "import sys\n_R = sys.modules['runner'].Runner\n_ended = _R.answer_ended\n"
+                              "_R.answer_ended = lambda self, token: {**_ended(self, token), 'waited': 1e9}\n",
+    "claims_wait_by_own_clock": "import sys, time\nsys.modules['owntime'].RunQueue.wait = lambda self: 10 * time.monotonic()\n",
+}
+SPIN = "def _spin(*args, **kwargs):\n    while True:\n        pass\n"
+
+DEEP_ON_CONTROL = """import gc, struct
+_runner = next(o for o in gc.get_objects() if type(o).__name__ == 'Runner')
+_deep = b'[' * 200000 + b']' * 200000
+_runner.control.sock.sendall(struct.pack('>Q', len(_deep)) + _deep)
+"""
+
+DEEP_ON_PEER = """import gc, struct
+def _deep_reply(*args, **kwargs):
+    peer = next(o for o in gc.get_objects() if type(o).__name__ == 'Peer')
+    deep = b'{"kind":"rep","id":2,"value":' + b'[' * 200000 + b']' * 200000 + b'}'
+    peer.channel.sock.sendall(struct.pack('>Q', len(deep)) + deep)
+    return None
+"""
+
+ACTIVE_MARK = "pwned-by-html"
+ACTIVE_OUTPUTS = f"""from IPython.display import display, HTML, Javascript, Markdown, SVG
+def _active(*args, **kwargs):
+    display(HTML("<b>result</b><script>alert('{ACTIVE_MARK}')</script><img src=x onerror=\\"alert('{ACTIVE_MARK}')\\">"))
+    display(Javascript("alert('{ACTIVE_MARK}')"))
+    return None
+_active()
+display(SVG("<svg xmlns='http://www.w3.org/2000/svg' onload=\\"alert('{ACTIVE_MARK}')\\"/>"))
+display(Markdown("<a href=\\"javascript:alert('{ACTIVE_MARK}')\\">a link</a>"))
+"""
+
+
+def after_first_answer(nb, code: str):
+    """A cell of the student's own right after the first answer (its outputs reach the feedback page)."""
+    index = first_answer(nb) + 1
+    nb.cells.insert(index, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def active_markdown(nb):
+    nb.cells.insert(first_answer(nb), nbformat.v4.new_markdown_cell(
+        f"My notes <script>alert('{ACTIVE_MARK}')</script> <img src=x onerror=\"alert('{ACTIVE_MARK}')\">\n\n"
+        f"[see](javascript:alert('{ACTIVE_MARK}'))"))
+    nb.cells.insert(first_answer(nb) + 1, nbformat.v4.new_raw_cell(f"<script>alert('{ACTIVE_MARK}')</script>"))
+    return nb
+
+
+def attacks(chapter: str) -> dict[str, tuple[str, object]]:
+    """student -> (the class of attack of issue 23 it belongs to, notebook). Every one is built on the release
+    with answers that do nothing useful, so every one deserves 0 points; each class has two variants."""
+    def stub():
+        return insert_before_first_answer(load("release", chapter)[0], "")
+
+    def first_spins(nb, setup: str):
+        """The first answer spins forever (so only its tests meet the limit); the setup claims a wait."""
+        nb = insert_before_first_answer(nb, setup + SPIN)
+        cell = nb.cells[first_answer(nb)]
+        cell.source = "\n".join(f"def {n}(*args, **kwargs):\n    return _spin()\n"
+                                for n in re.findall(r"^def (\w+)\(", cell.source, flags=re.M)) or cell.source
+        return nb
+
+    return {
+        "names_bind_extra": ("names", insert_before_first_answer(stub(), BIND_EXTRA_NAMES)),
+        "names_trusted_global": ("names", forge_answers(insert_before_first_answer(stub(), NAME_A_TRUSTED_GLOBAL),
+                                                        "_Theirs()")),
+        "leak_via_errors": ("leak", forge_answers(insert_before_first_answer(stub(), LEAK_VIA_ERRORS),
+                                                  "_leak(*args, **kwargs)")),
+        "leak_by_display": ("leak", forge_answers(insert_before_first_answer(stub(), LEAK_BY_DISPLAY),
+                                                  "_show(*args, **kwargs)")),
+        **{name: ("time", first_spins(stub(), setup)) for name, setup in CLAIM_A_WAIT.items()},
+        "deep_frame_control": ("frames", insert_before_first_answer(stub(), DEEP_ON_CONTROL)),
+        "deep_frame_peer": ("frames", forge_answers(insert_before_first_answer(stub(), DEEP_ON_PEER),
+                                                    "_deep_reply(*args, **kwargs)")),
+        "active_outputs": ("html", after_first_answer(forge_answers(insert_before_first_answer(stub(), ACTIVE_OUTPUTS),
+                                                                    "_active(*args, **kwargs)"), "_active()")),
+        "active_markdown": ("html", active_markdown(stub())),
+    }
+
+
 def write_export(folder: Path, chapter: str = CH1, targets: list[str] | None = None, only: list[str] | None = None) -> dict[str, str]:
     """Write the submissions as an LMS export: <student>.zip, or <student>_<notebook>.ipynb. Return expectations."""
     folder.mkdir(parents=True, exist_ok=True)

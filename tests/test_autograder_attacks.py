@@ -1,0 +1,142 @@
+"""Issue 23's classes of attack on the grader, two variants each, in three chapters besides chapter 1's batch.
+
+For each chapter an LMS export holds one submission per variant (tests/adversarial/generate.py, ``attacks``),
+all built on the release with answers that do nothing useful, and an honest solution graded after them on the
+same worker. The instructors' command grades it (autograder/grade.py, one job at a time); each test reads one
+promise off the results:
+
+- names: a student's answer to the test kernel's request binds no name it was not asked for, and never names
+  one of the test kernel's own objects;
+- leak: feedback shows no hidden test and no value a hidden test passed to the student's code;
+- time: a student that claims it waited for a CPU while it spins is stopped at the cell's limit of its own time;
+- frames: a JSON frame nested 200,000 levels deep on either socket is the student's error, with a reason;
+- html: no script, event handler or active output of the student's reaches a feedback page;
+- and every submission is graded, gets 0, and the honest student after them full marks; nothing outside the
+  workspace changes.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course import REPO, SOLUTIONS, is_graded_test
+from test_autograder_feedback import Active
+from test_autograder_safety import grade, tree_hash
+
+sys.path.insert(0, str(REPO / "autograder"))
+from adversarial.generate import ACTIVE_MARK, _zip, attacks, load  # noqa: E402
+from sandbox import bubblewrap  # noqa: E402
+
+CHAPTERS = ["02-hidden-markov-models", "06-seq2seq-beam-search-bleu", "08-transformers"]
+LIMIT = 8  # seconds of its own time per cell (the honest solutions here take 7-13 s for all their cells in grading mode)
+HONEST = "zz_honest_after"  # graded last (students are graded in name order), on the one worker the attacks used
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap is not installed")]
+
+
+@pytest.fixture(scope="module", params=[pytest.param(c, marks=pytest.mark.xdist_group(f"attacks-{c}")) for c in CHAPTERS])
+def graded(request, tmp_path_factory):
+    chapter = request.param
+    root = tmp_path_factory.mktemp(f"attacks-{chapter[:2]}")
+    export, workspace = root / "export", root / "workspace"
+    export.mkdir()
+    release, name = load("release", chapter)
+    kinds = {}
+    for student, (kind, nb) in attacks(chapter).items():
+        kinds[student] = kind
+        (export / f"{student}_{name}").write_text(nbformat.writes(nb))
+    solution = load("solution", chapter)[0]
+    (export / f"{HONEST}.zip").write_bytes(_zip({f"{chapter}/{name}": nbformat.writes(solution).encode()}))
+    watched = [SOLUTIONS / chapter, REPO / "notebooks" / chapter, REPO / "autograder", export]
+    before = tree_hash(*watched)
+    done = grade(workspace, "--submissions", str(export), "--chapter", chapter, "--jobs", "1",
+                 "--cell-timeout", str(LIMIT), "--memory-gb", "1", "--no-progress")
+    changed = sorted(k for k in set(before) | set(tree_hash(*watched)) if before.get(k) != tree_hash(*watched).get(k))
+    rows = {r["student"]: r for r in csv.DictReader(open(workspace / "grades.csv"))} if (workspace / "grades.csv").exists() else {}
+    pages = {p.parent.parent.name: p.read_text() for p in (workspace / "feedback").rglob("*.html")}
+    results = {p.parent.name: json.loads(p.read_text())
+               for p in (workspace / "autograder-results" / chapter).glob("*/result.json")}
+    return {"chapter": chapter, "done": done, "kinds": kinds, "rows": rows, "pages": pages, "results": results,
+            "changed": changed, "notebook": name}
+
+
+def of_kind(graded, kind: str) -> list[str]:
+    students = [s for s, k in graded["kinds"].items() if k == kind]
+    assert len(students) == 2, (kind, students)
+    return students
+
+
+def problems(graded, student: str) -> str:
+    return graded["rows"][student]["problems"] + " ".join(
+        p for entry in graded["results"][student]["notebooks"].values() for p in entry.get("problems", []))
+
+
+def text_of(page: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def test_every_attack_is_graded_with_zero_and_the_honest_student_after_them_keeps_full_marks(graded):
+    done = graded["done"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert set(graded["rows"]) == set(graded["kinds"]) | {HONEST}, set(graded["rows"]) ^ (set(graded["kinds"]) | {HONEST})
+    scores = {s: float(r["score"]) for s, r in graded["rows"].items()}
+    assert all(scores[s] == 0 for s in graded["kinds"]), {s: scores[s] for s in graded["kinds"] if scores[s]}
+    honest = graded["rows"][HONEST]
+    assert float(honest["score"]) == float(honest["max_score"]) > 0 and not honest["problems"], honest
+    assert not graded["changed"], f"files outside the workspace changed: {graded['changed'][:10]}"
+    assert set(graded["pages"]) >= set(graded["rows"]), "a student without a feedback page"
+
+
+def test_names_a_student_answers_with_are_refused(graded):
+    extra, trusted = of_kind(graded, "names")
+    assert "not asked for" in problems(graded, extra), problems(graded, extra)
+    assert "name of the test kernel" in text_of(graded["pages"][trusted]), graded["rows"][trusted]
+
+
+def test_hidden_tests_and_their_inputs_never_reach_feedback(graded):
+    from feedback import STUDENT_ERROR
+
+    source = nbformat.read(SOLUTIONS / graded["chapter"] / graded["notebook"], as_version=4)
+    tests = [c for c in source.cells if is_graded_test(c)]
+    hidden = [c.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0] for c in tests
+              if "BEGIN HIDDEN TESTS" in c.source]
+    secrets = [line.strip() for part in hidden for line in part.splitlines() if len(line.strip()) > 25]
+    assert secrets, "the chapter has hidden tests"
+    for student, page in graded["pages"].items():
+        text = text_of(page)
+        assert not [s for s in secrets if s in text], (student, [s for s in secrets if s in text][:3])
+    errors, display = of_kind(graded, "leak")
+    before_hidden = next(i for i, c in enumerate(tests) if "BEGIN HIDDEN TESTS" in c.source) + 1
+    text = text_of(graded["pages"][errors])
+    assert 0 < text.count("ValueError: LEAK ") <= before_hidden and STUDENT_ERROR in text, text.count("ValueError: LEAK ")
+    assert "LEAKED " not in text_of(graded["pages"][display]), "what the student's code shows during a test call is dropped"
+
+
+def test_a_claimed_wait_buys_no_time(graded):
+    for student in of_kind(graded, "time"):
+        found = problems(graded, student)
+        assert f"longer than {LIMIT} s of its own time" in found or "did not answer its interrupt" in found, found
+        assert "backstop" not in found and "of wall time" not in found, found
+
+
+def test_a_deep_frame_on_either_socket_is_the_students_error_with_a_reason(graded):
+    for student in of_kind(graded, "frames"):
+        assert "nested more than 400 levels deep" in problems(graded, student) + text_of(graded["pages"][student]), \
+            problems(graded, student)
+
+
+def test_no_active_html_of_the_students_reaches_feedback(graded):
+    for student, page in graded["pages"].items():
+        parser = Active()
+        parser.feed(page)
+        assert not [item for item in parser.found if ACTIVE_MARK in item], (student, parser.found[:5])
+    for student in of_kind(graded, "html"):  # (what was shown is still there, as text)
+        assert ACTIVE_MARK in graded["pages"][student], student
