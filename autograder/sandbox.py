@@ -33,6 +33,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 INKERNEL = HERE / "inkernel"
+if str(INKERNEL) not in sys.path:
+    sys.path.insert(0, str(INKERNEL))
+from zygote import empty_folder  # noqa: E402 - the fork server's own clean-up, for the scratch folder here
 ETC_FILES = ["ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf",
              "fonts", "mime.types"]
 
@@ -64,7 +67,7 @@ def bubblewrap() -> str | None:
     if not path:
         return None
     try:
-        done = subprocess.run([path, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        done = subprocess.run([path, "--unshare-all", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                                "true"], capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -152,7 +155,9 @@ class Zygote:
         if not self.sandboxed:
             return inner
         prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(sys.prefix).resolve(), seqlab_root(), INKERNEL}
-        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
+        # no capabilities inside: as root, bwrap keeps them all (in its user namespace, where uid 0 is the host's root),
+        # and with CAP_SYS_ADMIN a submission could remount the read-only binds (the venv, the course) writable
+        args = [self.bwrap, "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
         for name in ("bin", "lib", "lib64", "sbin", "lib32"):
             if Path("/" + name).is_symlink():
                 args += ["--symlink", os.readlink("/" + name), "/" + name]
@@ -343,18 +348,11 @@ class Sandbox:
     def reset_scratch(self) -> Path:
         """A fresh, empty scratch folder (unsandboxed runs; a sandbox's scratch is its own tmpfs, emptied by
         the fork server); what a submission left is removed without following links."""
-        # Emptied in place (the running sandbox has this very folder bound), entry by entry:
-        # shutil.rmtree works on descriptors and never follows a planted symlink.
+        # Emptied entry by entry: shutil.rmtree works on descriptors and never follows a planted symlink.
         self.scratch.mkdir(mode=0o700, exist_ok=True)
-        with os.scandir(self.scratch) as entries:
-            for entry in list(entries):
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path)
-                    else:
-                        os.unlink(entry.path)
-                except OSError:
-                    pass
+        if empty_folder(str(self.scratch)):  # what cannot go (a tree too deep to remove) is moved out of the way
+            self.scratch.rename(self.root / f"left-{time.monotonic_ns()}")
+            self.scratch.mkdir(mode=0o700)
         return self.scratch
 
     def start(self) -> None:

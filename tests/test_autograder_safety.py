@@ -326,6 +326,90 @@ def test_nothing_passes_from_one_submission_to_the_next(persistence):
         assert float(rows[student]["score"]) == 0
 
 
+LOCK_IN = """import os
+here = os.getcwd()
+for top in ('/tmp', '/dev/shm', here):
+    inner = os.path.join(top, 'locked', 'inner')
+    os.makedirs(inner, exist_ok=True)
+    open(os.path.join(inner, 'planted.py'), 'w').write('raise SystemExit')
+    os.chmod(inner, 0o500)  # what is inside cannot be removed
+    os.chmod(os.path.join(top, 'locked'), 0o000)  # nor can the folder be read
+print('LOCKED')
+"""
+BURY = """import os
+os.chdir('/tmp')
+for _ in range(3000):  # deeper than a recursive removal goes
+    os.mkdir('deep')
+    os.chdir('deep')
+print('BURIED')
+"""
+LOOK = "import os\nprint('FOUND', sorted(n for top in ('/tmp', '/dev/shm', os.getcwd()) for n in os.listdir(top)))"
+
+
+REMOUNT = """import os, subprocess, sys
+import seqlab
+status = {line.split(':')[0]: line.split(':')[1].strip() for line in open('/proc/self/status') if line.startswith('Cap')}
+print('CAPS', status['CapEff'], status['CapBnd'])
+try:
+    os.mknod('/tmp/disk', 0o600 | 0o060000, os.makedev(8, 0))
+    print('MKNOD')
+except OSError:
+    pass
+for target in [sys.prefix, os.path.dirname(os.path.dirname(seqlab.__file__)), '/usr', '/']:
+    subprocess.run(['mount', '-o', 'remount,bind,rw', target], capture_output=True)
+    try:
+        open(os.path.join(target, 'ESCAPED'), 'w').write('written from a submission')
+        print('WROTE', target)
+    except OSError:
+        pass
+"""
+
+
+@pytest.fixture(scope="module")
+def lone_sandbox(tmp_path_factory):
+    from sandbox import Limits, Sandbox
+
+    worker = Sandbox(tmp_path_factory.mktemp("lone") / "worker", Limits(cell_timeout=20))
+    yield worker
+    worker.close()
+
+
+def printed_by(worker, code: str, ok: bool = True) -> str:
+    """What one cell printed, run as a submission of its own in ``worker`` (no tests); ``ok``: it must not fail."""
+    import nbformat
+    from executor import Plan, run
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    worker.reset_scratch()
+    execution = run(nb, worker, Plan(tests=set(), course={}, answer_names=[], classes=[], hidden_from={}))
+    worker.after_submission()
+    assert execution.replies == {0: "ok"} or not ok, execution.problems
+    return "".join(o.get("text", "") for o in nb.cells[0].outputs)
+
+
+def test_a_submission_has_no_capabilities_and_cannot_remount_what_it_only_reads(lone_sandbox):
+    """Graded as root, the sandbox once kept every capability: a submission remounted the venv writable and wrote
+    into it. The course, the venv and the system stay read-only, and no device can be made."""
+    import seqlab
+
+    places = [Path(sys.prefix), Path(seqlab.__file__).resolve().parent.parent, Path("/usr"), Path("/")]
+    printed = printed_by(lone_sandbox, REMOUNT, ok=False)
+    escaped = [p / "ESCAPED" for p in places if (p / "ESCAPED").exists()]
+    for path in escaped:
+        path.unlink()
+    assert not escaped and "WROTE" not in printed and "MKNOD" not in printed, (escaped, printed)
+    assert "CAPS 0000000000000000 0000000000000000" in printed, printed
+
+
+def test_what_a_submission_locks_or_buries_in_its_folders_is_gone_for_the_next(lone_sandbox):
+    """Folders made unreadable or unwritable, and a tree 3,000 folders deep, in every writable place: the fork
+    server makes them writable and removes them, or (the deep tree) ends so that the next runs in a fresh sandbox."""
+    for attack, done in ((LOCK_IN, "LOCKED"), (BURY, "BURIED")):
+        assert done in printed_by(lone_sandbox, attack)
+        seen = printed_by(lone_sandbox, LOOK)
+        assert "FOUND" in seen and "'locked'" not in seen and "'deep'" not in seen, (done, seen)
+
+
 def test_links_in_the_input_are_refused_with_a_reason(tmp_path):
     import nbformat
 

@@ -96,8 +96,8 @@ def run_child(request: dict, control_fd: int, peer_fd: int, watch_fd: int | None
     runner.main(control_fd, peer_fd, request["config"], watch_fd)
 
 
-def clean_shared(child: int, folders: list[str], kill_all: bool) -> None:
-    """Kill every process the runner left behind; empty the shared temporary folders."""
+def clean_shared(child: int, folders: list[str], kill_all: bool) -> list[str]:
+    """Kill every process the runner left behind; empty the shared temporary folders; return what could not go."""
     try:
         os.killpg(child, signal.SIGKILL)  # the runner's session (it called setsid)
     except (ProcessLookupError, PermissionError):
@@ -113,13 +113,29 @@ def clean_shared(child: int, folders: list[str], kill_all: bool) -> None:
                 break
         except ChildProcessError:
             break
-    for folder in folders:
-        for name in os.listdir(folder) if os.path.isdir(folder) else []:
-            path = os.path.join(folder, name)
-            try:
-                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
-            except OSError:
-                pass
+    return [path for folder in folders for path in empty_folder(folder)]
+
+
+def empty_folder(folder: str) -> list[str]:
+    """Remove what is in ``folder``, links never followed; folders the runner made unreadable or unwritable are
+    made writable again first. Returns what is still there (the fork server then ends, and its sandbox is made anew)."""
+    pending = [folder]
+    while pending:  # no recursion: a tree may be thousands of folders deep
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        os.chmod(entry.path, 0o700)
+                        pending.append(entry.path)
+        except OSError:
+            pass
+    for name in os.listdir(folder) if os.path.isdir(folder) else []:
+        path = os.path.join(folder, name)
+        try:
+            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+        except (OSError, RecursionError):
+            pass
+    return [os.path.join(folder, name) for name in os.listdir(folder)] if os.path.isdir(folder) else []
 
 
 def send(control: socket.socket, message: dict) -> None:
@@ -169,7 +185,7 @@ def serve(control: socket.socket, shared: list[str], kill_all: bool) -> None:
                     if not message:
                         clean_shared(pid, shared, kill_all)
                         return
-        clean_shared(pid, shared, kill_all)
+        left = clean_shared(pid, shared, kill_all)
         if os.WIFSIGNALED(status):
             reply = {"event": "exit", "exit": 128 + os.WTERMSIG(status), "signal": os.WTERMSIG(status)}
         else:
@@ -177,6 +193,8 @@ def serve(control: socket.socket, shared: list[str], kill_all: bool) -> None:
         try:
             send(control, reply)
         except OSError:
+            return
+        if left:  # the next submission must not find it: this fork server ends, and the grader starts a fresh one
             return
 
 
