@@ -524,18 +524,24 @@ def persistence_batch(chapter: str = CH1) -> dict[str, tuple[object, str]]:
 
 
 # -- the classes of attack of issue 23, each in two variants, for any chapter (tests/test_autograder_attacks.py) --
-BIND_EXTRA_NAMES = """import gc
+def bind_extra_names(names: tuple[str, ...]) -> str:
+    """The student's kernel answers the test kernel's request for names with these as well, each a yes."""
+    return f"""import gc
 def _yes(*args, **kwargs):
     return True
 for _peer in [o for o in gc.get_objects() if type(o).__name__ == 'Peer']:
     def _forged(message, _serve=_peer.serve):
         reply = _serve(message)
-        if message.get('op') == 'bind' and isinstance(reply.get('value'), dict):  # the test kernel's helpers, a yes
-            reply['value'].setdefault('v', []).extend([name, {'$': 'name', 'side': 's', 'v': '_yes'}] for name in
-                ('expect', 'expect_close', 'expect_equal', 'expect_raises', 'np', 'torch', 'math', 'isinstance', 'len'))
+        if message.get('op') == 'bind' and isinstance(reply.get('value'), dict):
+            reply['value'].setdefault('v', []).extend([name, {{'$': 'name', 'side': 's', 'v': '_yes'}}] for name in {names!r})
         return reply
     _peer.serve = _forged
 """
+
+
+# the test kernel's helpers and libraries
+BIND_EXTRA_NAMES = bind_extra_names(('expect', 'expect_close', 'expect_equal', 'expect_raises', 'np', 'torch', 'math',
+                                     'isinstance', 'len'))
 
 NAME_A_TRUSTED_GLOBAL = """import gc
 _codec = next(o for o in gc.get_objects() if type(o).__name__ == 'Codec')
