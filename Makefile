@@ -38,8 +38,11 @@ $(VENV)/.test: pyproject.toml $(wildcard $(CONSTRAINTS)) $(VENV)/.torch
 	$(BIN)/python -m pip install -q $(if $(wildcard $(CONSTRAINTS)),-c $(CONSTRAINTS),) -e ".[test]"
 	touch $@ $(VENV)/.lab  # the test extra holds the lab extra: `make lab` (which a test runs) has nothing to install
 
+# A student's Lab: nbgrader's Validate button, none of its instructor panels or menus (jupyter-config/student);
+# `make workspace` opens the instructor's, with all of them.
 lab: $(VENV)/.lab
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),) \
+	  $(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -m "not serial" $(PYTEST_PARALLEL) --durations=30 $(PYTEST_ARGS)
