@@ -260,6 +260,8 @@ def test_the_backstop_holds(sandbox, monkeypatch):
     seconds = time.monotonic() - began
     assert execution.timed_out == [0] and 1 in execution.not_run
     assert any("backstop" in p and "kernel was stopped" in p for p in execution.problems), execution.problems
-    assert seconds < limit * backstop + 2 + 5, seconds
+    # stopped after the backstop and the grace, not at a later deadline: 6.4 s alone; 13.9 s in a fresh clone's
+    # suite, where the pinned runner shares its one CPU with the other worker's gradings
+    assert seconds < limit * backstop + 2 + 15, seconds
     record("autograder_backstop", limit_s=limit, backstop=backstop, lying_clock_wall_s=lying["wall_s"],
            deaf_notebook_s=round(seconds, 2))
