@@ -10,11 +10,8 @@ PORT ?= 8888
 # JupyterLab refuses to run as root unless told; containers and CI run as root.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
-# The whole suite runs on every core, and one worker more: a fresh clone's run with one worker per core kept the
-# 2 cores busy 45% of its 32.5 min (26.4 min of CPU; tests wait on kernels, sandboxes, servers and time limits).
-# A chapter's tests that read its learner run stay on one worker.
-WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-PYTEST_PARALLEL ?= -n $(WORKERS) --dist loadgroup
+# The whole suite runs on every core; a chapter's tests that read its learner run stay on one worker.
+PYTEST_PARALLEL ?= -n auto --dist loadgroup
 # The versions `make test` installs the course's libraries and test tools at (torch comes from TORCH_SPEC);
 # `make constraints` makes it anew from a fresh environment. The course itself keeps lower bounds only (Colab).
 # One file per Python version (pip resolves differently for each); with none for this Python, no constraints.
