@@ -34,7 +34,9 @@ GRADE = [sys.executable, str(REPO / "autograder" / "grade.py")]
 FAST = ["--cell-timeout", "20", "--memory-gb", "1", "--no-progress"]
 
 
-def grade(workspace: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def grade(workspace: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+    """The instructors' command; ``timeout`` only stops a hung run (the 30-submission batch took 422 s beside the
+    suite's other worker, and more than 600 beside two)."""
     return subprocess.run([*GRADE, str(workspace), *args], capture_output=True, text=True, timeout=timeout)
 
 
