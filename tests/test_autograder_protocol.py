@@ -524,6 +524,99 @@ def test_a_deeply_nested_notebook_file_is_invalid_not_a_crash(tmp_path):
     assert job.read_student(tmp_path / NB1)[0] is not None
 
 
+def shape_by_hand(data: bytes) -> tuple[int, int]:
+    """json_shape's answer, one character at a time (the test's own reading of JSON strings and escapes)."""
+    depth = deepest = values = 0
+    inside = escaped = False
+    for byte in data:
+        char = chr(byte)
+        if inside:
+            inside, escaped = (escaped or char != '"'), (not escaped and char == "\\")
+            continue
+        if char == '"':
+            inside = True
+        elif char in "[{":
+            depth, values = depth + 1, values + 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+        elif char == ",":
+            values += 1
+    return deepest, values
+
+
+def test_the_json_scan_agrees_with_a_reading_by_hand_across_its_chunks(monkeypatch):
+    monkeypatch.setattr(wire, "_SCAN_CHUNK", 7)  # strings, escapes and brackets fall across chunk boundaries
+    rng = random.Random(11)
+    for _ in range(3000):
+        value = random_json(rng, 4)
+        data = json.dumps(value, ensure_ascii=rng.random() < 0.5).encode()
+        assert json_shape(data) == shape_by_hand(data), data
+
+
+def random_json(rng: random.Random, depth: int):
+    pick = rng.randint(0, 5 if depth else 2)
+    if pick == 0:
+        return "".join(rng.choice('[]{},:"\\ aé\n') for _ in range(rng.randint(0, 12)))
+    if pick in (1, 2):
+        return rng.choice([0, -1.5, True, None, "x"])
+    if pick in (3, 4):
+        return [random_json(rng, depth - 1) for _ in range(rng.randint(0, 4))]
+    return {random_json(rng, 0) if rng.random() < 0.3 else "k": random_json(rng, depth - 1) for _ in range(rng.randint(0, 3))}
+
+
+READ_NOTEBOOK = """import json, resource, sys, time
+sys.path[:0] = [sys.argv[1] + '/autograder', sys.argv[1] + '/autograder/inkernel']
+import job
+from pathlib import Path
+before = int(open('/proc/self/statm').read().split()[1]) * resource.getpagesize() / 1024  # resident now, KiB
+began = time.process_time()
+nb, why = job.read_student(Path(sys.argv[2]))
+print(json.dumps({'why': why, 'cells': nb and len(nb.cells), 'seconds': time.process_time() - began,
+                  'extra_mib': (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024}))
+"""
+
+
+def bloated(kind: str) -> str:
+    """A notebook of one cell, made large by the student in the way ``kind`` names."""
+    nb = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]))
+    if kind == "16 million empty objects":  # 50 MB; the grader once took 10 GiB and 76 s to read it
+        return nb.replace('"metadata": {}', '"metadata": {"junk": [' + "{}," * 16_000_000 + "0]}", 1)
+    if kind == "12 million numbers in an output":
+        return nb.replace('"outputs": []', '"outputs": [{"output_type": "stream", "name": "stdout", "text": ['
+                          + "0," * 12_000_000 + "0]}]", 1)
+    if kind == "500 thousand objects in metadata":
+        return nb.replace('"metadata": {}', '"metadata": {"junk": [' + "{}," * 500_000 + "0]}", 1)
+    if kind == "20 thousand cells":
+        return nb.replace('"cells": [', '"cells": [' + '{"cell_type": "raw", "metadata": {}, "source": ""},' * 20_000, 1)
+    if kind == "a million printed lines":  # what a chatty training loop leaves: it is graded
+        return nb.replace('"outputs": []', '"outputs": [{"output_type": "stream", "name": "stdout", "text": ['
+                          + '"epoch 1 loss 0.5\\n",' * 1_000_000 + '"done"]}]', 1)
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("kind, refused", [("16 million empty objects", "more than 2,000,000 values"),
+                                           ("12 million numbers in an output", "more than 2,000,000 values"),
+                                           ("500 thousand objects in metadata", "without its outputs"),
+                                           ("20 thousand cells", "20,001 cells"),
+                                           ("a million printed lines", None)])
+def test_a_notebook_is_read_in_bounded_memory_and_time(tmp_path, kind, refused):
+    """Decoding a submission happens in the grader's own process, outside every sandbox: within 50 MB a notebook
+    can hold millions of tiny JSON values. They are counted before they are built, outputs are dropped before
+    nbformat reads the rest, and a notebook beyond the limits is refused with the reason."""
+    path = tmp_path / "big.ipynb"
+    path.write_text(bloated(kind))
+    done = subprocess.run([sys.executable, "-c", READ_NOTEBOOK, str(REPO), str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    read = json.loads(done.stdout.splitlines()[-1])
+    if refused:
+        assert read["cells"] is None and refused in read["why"], read
+    else:
+        assert read["why"] is None and read["cells"] == 1, read
+    assert read["extra_mib"] < 400 and read["seconds"] < 10, read  # measured here: at most 126 MiB and 1.7 s
+
+
 DEEP_ON_PEER = DEEP_ON_PEER_CALL + "answer = _deep_reply\n"
 
 
