@@ -194,7 +194,6 @@ def read_student(path: Path) -> tuple[NotebookNode | None, str | None]:
     problem = json_problem(kept, NOTEBOOK_DEPTH, KEPT_VALUES)
     if problem:
         return None, f"{path.name} is not a valid notebook: without its outputs, its JSON is still {problem}"
-    data = json.loads(kept)
     cells = data.get("cells") if data.get("nbformat") == 4 else None
     if isinstance(cells, list) and len(cells) > MAX_CELLS:
         return None, f"{path.name} has {len(cells):,d} cells; a notebook of more than {MAX_CELLS:,d} is not graded"

@@ -59,7 +59,8 @@ def graded(request, tmp_path_factory):
     before = tree_hash(*watched)
     done = grade(workspace, "--submissions", str(export), "--chapter", chapter, "--jobs", "1",
                  "--cell-timeout", str(LIMIT), "--memory-gb", "1", "--no-progress")
-    changed = sorted(k for k in set(before) | set(tree_hash(*watched)) if before.get(k) != tree_hash(*watched).get(k))
+    after = tree_hash(*watched)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     rows = {r["student"]: r for r in csv.DictReader(open(workspace / "grades.csv"))} if (workspace / "grades.csv").exists() else {}
     pages = {p.parent.parent.name: p.read_text() for p in (workspace / "feedback").rglob("*.html")}
     results = {p.parent.name: json.loads(p.read_text())
