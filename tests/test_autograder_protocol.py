@@ -572,8 +572,10 @@ from pathlib import Path
 before = int(open('/proc/self/statm').read().split()[1]) * resource.getpagesize() / 1024  # resident now, KiB
 began = time.process_time()
 nb, why = job.read_student(Path(sys.argv[2]))
+# VmHWM is this process's own peak since exec; ru_maxrss would also count the forking pytest worker's size
+peak = next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM:'))  # KiB
 print(json.dumps({'why': why, 'cells': nb and len(nb.cells), 'seconds': time.process_time() - began,
-                  'extra_mib': (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024}))
+                  'extra_mib': (peak - before) / 1024}))
 """
 
 
