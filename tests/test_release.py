@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import tomllib
 import nbformat
 import pytest
 
-from course import NOTEBOOKS, REPO, SOLUTIONS, is_graded_test, nbgrader_meta, solution_notebooks
+from course import NOTEBOOKS, REPO, SOLUTIONS, is_graded_test, nbgrader_meta, solution_notebooks, student_notebook
 
 SOURCES = solution_notebooks()
 IDS = [p.stem for p in SOURCES]
@@ -63,6 +64,39 @@ def test_every_exercise_has_a_solution_region_and_hidden_tests(path):
         assert re.search(r"default_rng\(|manual_seed\(|random\.seed\(", hidden), f"{meta['grade_id']}: hidden tests use no seeded random inputs"
     ids = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c)]
     assert len(ids) == len(set(ids)), "grade ids must be unique"
+
+
+PASSED_CALL = re.compile(r"\bpassed\(")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=IDS)
+def test_every_visible_test_cell_ends_with_one_pass_line(path):
+    """Issue 27: a correct answer's visible test must not pass in silence. Each graded test cell calls
+    seqlab.check.passed("<function>: <what was checked>") exactly once, as the last statement of its visible
+    part (after every visible check, before the hidden tests), so that it is the student's release's last line."""
+    nb = nbformat.read(path, as_version=4)
+    definitions = "\n".join(c.source for c in nb.cells if "definitions" in c.metadata.get("tags", []))
+    assert re.search(r"^from seqlab\.check import [^\n]*\bpassed\b", definitions, re.M), \
+        "import passed from seqlab.check in a definitions cell (the grader's trusted kernel runs those)"
+    for cell in (c for c in nb.cells if is_graded_test(c)):
+        grade_id = nbgrader_meta(cell)["grade_id"]
+        assert len(PASSED_CALL.findall(cell.source)) == 1, f"{grade_id}: call passed(...) exactly once"
+        visible, _, hidden = cell.source.partition("### BEGIN HIDDEN TESTS")
+        assert not PASSED_CALL.search(hidden), f"{grade_id}: passed(...) belongs to the visible checks, not the hidden tests"
+        last = ast.parse(visible).body[-1]
+        assert isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and \
+            getattr(last.value.func, "id", None) == "passed", f"{grade_id}: the visible part must end with passed(...)"
+        assert last.end_lineno == len(visible.rstrip().splitlines()), f"{grade_id}: nothing may follow passed(...)"
+        args = last.value.args
+        assert len(args) == 1 and not last.value.keywords and isinstance(args[0], ast.Constant) \
+            and isinstance(args[0].value, str), f"{grade_id}: passed takes one literal string (what was checked)"
+        what = args[0].value
+        assert re.match(r"^\w[\w, ]*: \S", what) and len(what) <= 110, \
+            f"{grade_id}: {what!r} should read '<function>: <what was checked>' on one short line (at most 110 characters)"
+    released = [c for c in nbformat.read(student_notebook(path), as_version=4).cells if is_graded_test(c)]
+    for cell in released:
+        assert PASSED_CALL.match(cell.source.rstrip().splitlines()[-1]), \
+            f"{nbgrader_meta(cell)['grade_id']}: the student's test cell must end with its pass line"
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=IDS)

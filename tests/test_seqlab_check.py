@@ -84,3 +84,13 @@ def test_call_unchanged_returns_the_result_and_catches_changes_in_place():
         call_unchanged(lambda x, scale: scale.__imul__(2), 1, scale=np.ones(2))
     rng = np.random.default_rng(0)
     call_unchanged(lambda g: g.random(), rng)  # drawing from a generator changes it, as it should
+
+
+def test_passed_prints_one_plain_line_to_stdout_that_says_these_were_the_visible_checks(capsys):
+    from seqlab.check import passed
+
+    assert passed("build_vocab: the toy corpus, min_count=2") is None
+    out, err = capsys.readouterr()
+    assert err == "", "a test cell must never write to stderr (nbgrader zeroes the cell)"
+    assert out == "✓ build_vocab: the toy corpus, min_count=2 (visible checks passed; hidden tests run at grading)\n"
+    assert "\x1b" not in out and "<" not in out, "plain text: no colour codes, no HTML"

@@ -10,6 +10,10 @@ error and gives the cell no points.
     expect_close(p, 0.25, "P(cat | the)", hint="normalise by the count of the context")
     expect_same(tags, expected, "the tags")        # names the first position that differs
     result = call_unchanged(f, xs)                   # fails if f changed xs in place
+    passed("build_vocab: the toy corpus, min_count=2")  # the last line of a visible test cell
+
+A visible test cell ends with :func:`passed`, so that a learner sees that its checks ran:
+without it, a correct answer's cell would pass in silence.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["CheckFailed", "expect", "expect_equal", "expect_close", "expect_raises", "expect_same", "first_difference",
-           "call_unchanged"]
+           "call_unchanged", "passed", "PASSED_NOTE"]
 
 _short = reprlib.Repr()
 _short.maxstring = 80
@@ -173,6 +177,18 @@ def call_unchanged(function: Callable[..., Any], *args: Any, **kwargs: Any) -> A
                + (f" (at {found[0].strip() or 'the top level'}: it was {found[2]!r:.60}, now {found[1]!r:.60})" if found else ""),
                hint="work on a copy (list(x), x.copy(), x + y instead of x += y); never modify the inputs")
     return result
+
+
+PASSED_NOTE = "visible checks passed; hidden tests run at grading"
+
+
+def passed(what: str) -> None:
+    """Print the one line that closes a visible test cell: what its checks tried, and that they passed.
+
+    The line says that these were the visible checks: the hidden tests, which run when the notebook
+    is graded, may still find a mistake. Plain text on stdout, never stderr (nbgrader zeroes a cell
+    that writes to stderr)."""
+    print(f"\u2713 {what} ({PASSED_NOTE})")
 
 
 def _names(error: type[BaseException] | tuple[type[BaseException], ...]) -> str:
