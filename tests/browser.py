@@ -207,6 +207,11 @@ def wait_for_new_figure(box, before: str, seconds: float = 30) -> str:
     raise TimeoutError("the figure did not change after the control moved")
 
 
+def figure_scale(box) -> float:
+    """How large the widget's figure is shown, relative to its PNG: below 1 the front end shrank it to fit."""
+    return box.locator("img").first.evaluate("image => image.clientWidth / image.naturalWidth")
+
+
 def screenshot(box, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     box.scroll_into_view_if_needed()

@@ -1,11 +1,13 @@
 """Real-browser tests of the widgets, in JupyterLab and Notebook 7 with Debian's Chromium.
 
 To add a chapter's widgets, add a line to WIDGETS: the notebook, and the label of each
-slider to move. The test runs the notebook (in grading mode, so data is small), checks that
-each widget rendered a control and a figure, moves the slider, checks that the figure
-changed, and keeps a screenshot under build/screenshots/. One server per front end and one
-browser serve every chapter (starting them cost 9 s a test); each test has a page of its own
-and shuts its kernel down.
+slider to move. The test runs the notebook (in grading mode, so data is small) in a 1280 px
+wide window, checks that each widget rendered a control and a figure, moves the slider, checks
+that the figure changed and, for the widgets sized to the notebook (issue 27), that it is shown at
+full size, not shrunk, and keeps a screenshot under build/screenshots/ (the sizes themselves, text
+of at least 10 px and labels apart, are measured without a browser in tests/test_widget_legibility.py).
+One server per front end and one browser serve every chapter (starting them cost 9 s a test);
+each test has a page of its own and shuts its kernel down.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from browser import (chromium, chromium_path, error_outputs, figure_source, new_page, nudge_slider, open_notebook,
-                     run_all_cells, screenshot, wait_for_new_figure, wait_until_idle, widget_box)
+from browser import (chromium, chromium_path, error_outputs, figure_scale, figure_source, new_page, nudge_slider,
+                     open_notebook, run_all_cells, screenshot, wait_for_new_figure, wait_until_idle, widget_box)
 from course import BUILD, SOLUTIONS
 from servers import jupyter, shut_down_kernels
 
@@ -27,6 +29,7 @@ from servers import jupyter, shut_down_kernels
 class WidgetCase:
     notebook: str  # relative to solutions/
     sliders: tuple[str, ...]  # the description of a slider in each widget to test
+    full_size: bool = False  # its figures fit the notebook's width (seqlab.widgets.FIGURE_WIDTH): never shrunk
 
 
 WIDGETS = [
@@ -34,10 +37,10 @@ WIDGETS = [
     WidgetCase("02-hidden-markov-models/02-hidden-markov-models.ipynb", sliders=("step t",)),
     WidgetCase("03-recurrent-neural-networks/03-recurrent-neural-networks.ipynb", sliders=("length T",)),
     WidgetCase("04-vanishing-gradients-gru-lstm/04-vanishing-gradients-gru-lstm.ipynb", sliders=("forget bias",)),
-    WidgetCase("05-word-embeddings/05-word-embeddings.ipynb", sliders=("neighbours",)),
-    WidgetCase("06-seq2seq-beam-search-bleu/06-seq2seq-beam-search-bleu.ipynb", sliders=("beam width",)),
+    WidgetCase("05-word-embeddings/05-word-embeddings.ipynb", sliders=("neighbours",), full_size=True),
+    WidgetCase("06-seq2seq-beam-search-bleu/06-seq2seq-beam-search-bleu.ipynb", sliders=("beam width",), full_size=True),
     WidgetCase("07-attention/07-attention.ipynb", sliders=("output step",)),
-    WidgetCase("08-transformers/08-transformers.ipynb", sliders=("head", "d_model")),
+    WidgetCase("08-transformers/08-transformers.ipynb", sliders=("head", "d_model"), full_size=True),
 ]
 
 # Every chapter in JupyterLab; Notebook 7 (the same widget renderers in another page) with the two-slider
@@ -76,7 +79,7 @@ def front_ends(tmp_path_factory):
 def test_widgets_render_and_respond(case, app, front_ends):
     base, browser = front_ends(app)
     try:
-        with new_page(browser) as page:
+        with new_page(browser, width=1280, height=800) as page:  # a laptop's window (issue 27)
             open_notebook(page, base, app, case.notebook)
             run_all_cells(page)
             wait_until_idle(page)
@@ -87,6 +90,9 @@ def test_widgets_render_and_respond(case, app, front_ends):
                 assert before.startswith("data:image/png"), "the widget shows no figure"
                 nudge_slider(page, box, label)
                 wait_for_new_figure(box, before)
+                if case.full_size:
+                    scale = figure_scale(box)
+                    assert scale > 0.99, f"the {label!r} widget's figure is shrunk to {scale:.0%} at 1280 px"
                 name = f"{case.notebook.split('/')[0]}-{label.replace(' ', '_')}-{app}.png"
                 assert screenshot(box, BUILD / "screenshots" / name).stat().st_size > 10_000
     finally:

@@ -16,7 +16,8 @@ import torch
 
 from seqlab.seq2seq import BOS, EOS, select_state
 
-__all__ = ["Node", "BeamTree", "beam_tree", "draw_beam_tree", "beam_tree_explorer"]
+__all__ = ["Node", "BeamTree", "beam_tree", "column_rows", "finished_lines", "box_text", "draw_beam_tree", "reference_note",
+           "showcase_source", "beam_tree_explorer"]
 
 
 @dataclass
@@ -96,66 +97,139 @@ def beam_tree(step: Callable, state: Any, beam_width: int, alpha: float = 0.0, m
     return tree
 
 
-def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = ""):
-    """The tree left to right, one column a step: kept (blue), finished (green), pruned (grey),
-    the chosen output's path in bold red. ``labels[i]`` names token ``i``."""
+def column_rows(tree: BeamTree) -> dict[int, int]:
+    """Each node's row in its step's column: the children of the parent drawn highest first, each
+    parent's children best first. In this order no two edges between neighbouring columns cross, and
+    the figure is as tall as the most crowded step, not as the tree's number of leaves (about 100 at
+    beam width 5: far taller than a window)."""
+    rows = {0: 0}
+    for step in range(1, max(n.step for n in tree.nodes) + 1):
+        column = [n for n in tree.nodes if n.step == step]
+        column.sort(key=lambda n: (rows[n.parent], -n.log_prob))
+        rows.update({n.id: row for row, n in enumerate(column)})
+    return rows
+
+
+def finished_lines(tree: BeamTree, labels: Sequence[str], shown: int = 5) -> list[str]:
+    """The finished hypotheses, best score first, one line each (the first ``shown``; then how many more)."""
+    finished = sorted((n for n in tree.nodes if n.status == "finished"), key=lambda n: -n.score)
+    lines = [f"{'chosen ' if n.id == tree.best else '       '}{''.join(labels[t] for t in n.tokens) or '(empty)'}"
+             f"   log P {n.log_prob:.2f}   score {n.score:.2f}" for n in finished[:shown]]
+    if len(finished) > shown:
+        lines.append(f"       ... and {len(finished) - shown} more")
+    return lines
+
+
+def _text_width(figure, text: str, fontsize: float) -> float:
+    """How wide ``text`` is drawn in bold at ``fontsize`` points, in inches."""
+    probe = figure.text(0, 0, text, fontsize=fontsize, weight="bold")
+    width = probe.get_window_extent(figure.canvas.get_renderer()).width / figure.dpi
+    probe.remove()
+    return width
+
+
+def box_text(node: Node, labels: Sequence[str], eos: int = EOS) -> str:
+    """What a node's box says: its token and the prefix's log P, short enough for 13 columns to fit a
+    notebook. A finished node (its token is ``</s>``) shows only the log P, in a green box; below -10
+    one decimal is enough (such a prefix is far out of the race)."""
+    if node.token is None:
+        return "<s>"
+    log_p = f"{node.log_prob:.2f}" if node.log_prob > -10 else f"{node.log_prob:.1f}"
+    return log_p if node.token == eos else f"{labels[node.token]} {log_p}"
+
+
+def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = "", fontsize: float = 8.0, eos: int = EOS):
+    """The search left to right, one column a step: kept (blue), finished (green: ``</s>``), pruned (grey),
+    the chosen output's path in bold red; below, the finished hypotheses ranked by their normalised score.
+    ``labels[i]`` names token ``i``.
+
+    Sized to be read in a notebook: labels of ``fontsize`` points (8 pt at 100 dpi: 11 px high), the
+    figure as tall as the most crowded step (not the whole tree), and with one-character tokens no
+    wider than ``FIGURE_WIDTH``, so that the notebook shows it at full size.
+    """
     import matplotlib.pyplot as plt
 
+    from seqlab.widgets import FIGURE_WIDTH
+
     steps = max(n.step for n in tree.nodes)
-    rows: dict[int, float] = {}
-    # leaves first, depth-first, so that each subtree occupies consecutive rows
-    order: list[int] = []
-
-    def visit(node_id: int) -> None:
-        kids = sorted(tree.children(node_id), key=lambda n: -n.log_prob)
-        if not kids:
-            rows[node_id] = float(len(order))
-            order.append(node_id)
-            return
-        for kid in kids:
-            visit(kid.id)
-        rows[node_id] = sum(rows[k.id] for k in kids) / len(kids)
-
-    visit(0)
+    rows = column_rows(tree)
     on_path: set[int] = set()
     node = tree.best
     while node is not None:
         on_path.add(node)
         node = tree.nodes[node].parent
+    texts = {n.id: box_text(n, labels, eos) for n in tree.nodes}
+    ranking = finished_lines(tree, labels)
+    caption = ["each box: a token and the log P of the prefix it ends; no token: </s> (green: finished)",
+               "finished hypotheses, best (normalised) score first:"] + ranking
+    pitch = 1.6 * fontsize / 72  # inches from one row to the next
+    n_rows = max(rows.values()) + 1
+    height = n_rows * pitch + (len(caption) + 2) * 1.45 * fontsize / 72 + 0.6
+    figure = plt.figure(figsize=(FIGURE_WIDTH, height))
+    # Each column as wide as its widest box and a gap (x is in inches): with one-character tokens (the
+    # dates), 13 columns fit FIGURE_WIDTH; longer tokens make the figure wider, and the notebook shows it smaller.
+    widths = [max(_text_width(figure, texts[n.id], fontsize) for n in tree.nodes if n.step == step) + 0.1
+              for step in range(steps + 1)]
+    edges = [sum(widths[:step]) for step in range(steps + 2)]
+    centres = [(left + right) / 2 for left, right in zip(edges, edges[1:])]
+    figure.set_size_inches(edges[-1] / 0.98 + 0.05, height)
+    # Fixed margins (in inches, turned into fractions): the caption below, the title above.
+    bottom = ((len(caption) + 1) * 1.45 * fontsize / 72 + 0.15) / height
+    ax = figure.add_axes((0.01, bottom, 0.98, 1 - bottom - 0.45 / height))
     colours = {"kept": "tab:blue", "finished": "tab:green", "pruned": "0.7", "root": "black"}
-    height = max(3.0, 0.24 * len(order) + 1.0)
-    figure, ax = plt.subplots(figsize=(1.25 * steps + 2.5, height))
     for n in tree.nodes:
-        x, y = n.step, -rows[n.id]
+        x, y = centres[n.step], -rows[n.id]
         if n.parent is not None:
             p = tree.nodes[n.parent]
             bold = n.id in on_path
-            ax.plot([p.step, x], [-rows[p.id], y], color="tab:red" if bold else colours[n.status],
+            ax.plot([centres[p.step], x], [-rows[p.id], y], color="tab:red" if bold else colours[n.status],
                     lw=2.4 if bold else 0.9, zorder=1)
-        label = "<s>" if n.token is None else labels[n.token]
-        text = f"{label}  {n.log_prob:.2f}" if n.parent is not None else label
-        if n.status == "finished":
-            text += f" ({n.score:.2f})"
-        ax.text(x, y, text, fontsize=7.5, va="center", ha="left", zorder=2,
-                color="0.55" if n.status == "pruned" else "black",
+        ax.text(x, y, texts[n.id], fontsize=fontsize, va="center", ha="center", zorder=2,
+                color="0.45" if n.status == "pruned" else "black", weight="bold" if n.id in on_path else "normal",
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec=colours[n.status], lw=0.8))
-    ax.set_xlim(-0.2, steps + 1.1)
-    ax.set_ylim(-len(order) + 0.3, 0.7)
-    ax.set_xticks(range(steps + 1))
-    ax.set_xlabel("step (each box: token and log P of the prefix; finished: (normalised score))")
-    ax.set_yticks([])
-    for side in ("left", "right", "top"):
-        ax.spines[side].set_visible(False)
-    ax.set_title(title, fontsize=10)
-    figure.tight_layout()
+    ax.set_xlim(0, edges[-1])
+    ax.set_ylim(-n_rows + 0.4, 0.6)
+    ax.axis("off")
+    ax.set_title(title, fontsize=fontsize + 1)
+    figure.text(0.01, bottom - 0.1 / height, "\n".join(caption), fontsize=fontsize, va="top", ha="left",
+                family="monospace", linespacing=1.3)
     return figure
 
 
+def reference_note(output: str, reference: str | None) -> str:
+    """What the title says about the output: right, or wrong with the reference beside it."""
+    if reference is None:
+        return ""
+    return "  (right)" if output == reference else f"  WRONG: the reference is {reference!r}"
+
+
+def showcase_source(starts: Mapping[str, Callable[[], tuple[Callable, Any]]], labels: Sequence[str],
+                    references: Mapping[str, str], beam_width: int, max_len: int = 12) -> str:
+    """The first source that shows what beam search is for: greedy decoding (width 1) gets it wrong and
+    ``beam_width`` gets it right; else the first whose greedy output is wrong; else the first source."""
+    def output(source: str, width: int) -> str:
+        step, state = starts[source]()
+        with torch.no_grad():
+            tree = beam_tree(step, state, width, max_len=max_len, top=1)
+        return "".join(labels[t] for t in tree.nodes[tree.best].tokens) if tree.best is not None else ""
+
+    checked = [source for source in starts if source in references]
+    greedy_wrong = [source for source in checked if output(source, 1) != references[source]]
+    for source in greedy_wrong:
+        if output(source, beam_width) == references[source]:
+            return source
+    return (greedy_wrong or list(starts))[0]
+
+
 def beam_tree_explorer(starts: Mapping[str, Callable[[], tuple[Callable, Any]]], labels: Sequence[str],
-                       max_len: int = 12, top: int = 3):
+                       max_len: int = 12, top: int = 3, references: Mapping[str, str] | None = None,
+                       beam_width: int = 2):
     """A drop-down of sources, sliders for the beam width and alpha; the tree redraws on every change.
 
     ``starts[name]()`` returns ``(step, state)`` for that source (a fresh state each time).
+    ``references`` maps a source to its correct output: the title then says whether the chosen
+    output is right, and the widget opens on a source where greedy decoding is wrong and beam search
+    of width ``beam_width`` is right (see :func:`showcase_source`).
     """
     import ipywidgets as widgets
 
@@ -164,6 +238,8 @@ def beam_tree_explorer(starts: Mapping[str, Callable[[], tuple[Callable, Any]]],
     names = list(starts)
     if not names:
         raise ValueError("beam_tree_explorer needs at least one source")
+    references = dict(references or {})
+    first = showcase_source(starts, labels, references, beam_width, max_len) if references else names[0]
 
     def draw(source: str, beam_width: int, alpha: float):
         step, state = starts[source]()
@@ -171,11 +247,16 @@ def beam_tree_explorer(starts: Mapping[str, Callable[[], tuple[Callable, Any]]],
             tree = beam_tree(step, state, beam_width, alpha, max_len=max_len, top=top)
         best = tree.nodes[tree.best] if tree.best is not None else None
         out = "".join(labels[t] for t in best.tokens) if best else "(none)"
-        return draw_beam_tree(tree, labels, title=f"{source!r} -> {out!r}   (beam width {beam_width}, alpha {alpha:.2f})")
+        note = reference_note(out, references.get(source))
+        figure = draw_beam_tree(tree, labels, title=f"{source!r} -> {out!r}{note}\n(beam width {beam_width}, "
+                                                     f"alpha {alpha:.2f})")
+        if "WRONG" in note:
+            figure.axes[0].title.set_color("tab:red")
+        return figure
 
     controls = {
-        "source": widgets.Dropdown(options=names, value=names[0], description="source"),
-        "beam_width": widgets.IntSlider(value=2, min=1, max=5, description="beam width", continuous_update=False),
+        "source": widgets.Dropdown(options=names, value=first, description="source"),
+        "beam_width": widgets.IntSlider(value=beam_width, min=1, max=5, description="beam width", continuous_update=False),
         "alpha": widgets.FloatSlider(value=0.0, min=0.0, max=1.5, step=0.25, description="alpha", continuous_update=False),
     }
     return figure_widget(draw, controls)

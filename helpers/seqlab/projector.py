@@ -20,7 +20,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 __all__ = ["pca_2d", "tsne_2d", "nearest", "parse_analogy", "ProjectorView", "projector_view",
-           "draw_projector", "embedding_projector"]
+           "place_labels", "draw_projector", "embedding_projector"]
 
 
 def pca_2d(vectors: np.ndarray) -> np.ndarray:
@@ -197,33 +197,89 @@ def projector_view(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray
     return ProjectorView(np.asarray(coords, dtype=float), focus, neighbours, arrows, answer, "; ".join(messages))
 
 
+# Where a label may go around its point, in points (x, y): beside it first, then farther out.
+_LABEL_OFFSETS = [(dx * r, dy * r) for r in (5, 14, 26, 40, 58)
+                  for dx, dy in ((1, 0.3), (1, -1), (-1, 0.3), (-1, -1), (0, 1), (0, -1.4), (1, 1), (-1, 1))]
+
+
+def _overlaps(box, boxes, pad: float = 1.0) -> bool:
+    """Whether the display-space box (x0, y0, x1, y1) comes within ``pad`` pixels of any of ``boxes``."""
+    x0, y0, x1, y1 = box
+    return any(x0 < b[2] + pad and b[0] < x1 + pad and y0 < b[3] + pad and b[1] < y1 + pad for b in boxes)
+
+
+def place_labels(ax, labels: Sequence[tuple[int, str, dict]], xy: np.ndarray) -> None:
+    """Write each ``(index, text, style)`` beside its point ``xy[index]``, in the given order (most important
+    first), each where it overlaps neither an earlier label nor a highlighted point, nor leaves the axes.
+
+    A greedy search over a few offsets, far enough for the 20 labels the projector shows at most; a
+    label moved away from its point gets a thin line back to it. The axes' limits and position must be
+    final: the search works in pixels.
+    """
+    figure = ax.figure
+    renderer = figure.canvas.get_renderer()
+    to_pixels = figure.dpi / 72
+    inside = ax.get_window_extent(renderer)
+    points = ax.transData.transform(xy[[i for i, _, _ in labels]])
+    taken = [(x - 4, y - 4, x + 4, y + 4) for x, y in points]  # the highlighted markers
+    for (index, text, style), (px, py) in zip(labels, points):
+        probe = ax.text(0, 0, text, **style)
+        extent = probe.get_window_extent(renderer)
+        width, height = extent.width, extent.height
+        probe.remove()
+        for dx, dy in _LABEL_OFFSETS:
+            x = px + dx * to_pixels + (0 if dx > 0 else -width if dx < 0 else -width / 2)
+            y = py + dy * to_pixels + (0 if dy > 0 else -height if dy < 0 else -height / 2)
+            box = (x, y, x + width, y + height)
+            fits = inside.x0 <= x and x + width <= inside.x1 and inside.y0 <= y and y + height <= inside.y1
+            if fits and not _overlaps(box, taken):
+                break
+        taken.append(box)
+        far = abs(dx) + abs(dy) > 12
+        ax.annotate(text, xy[index], xytext=(x - px + (width if dx < 0 else width / 2 if dx == 0 else 0),
+                                              y - py + (height if dy < 0 else height / 2 if dy == 0 else 0)),
+                    textcoords="offset pixels", ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                    va="bottom" if dy > 0 else "top" if dy < 0 else "center", zorder=6,
+                    arrowprops=dict(arrowstyle="-", color="0.6", lw=0.6, shrinkA=0, shrinkB=3) if far else None,
+                    **style)
+
+
 def draw_projector(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray, word: str = "", k: int = 5,
-                   analogy: str = "", labels: int = 60, title: str = ""):
-    """The projector's figure: every word a grey point, ``labels`` of them named, the focus word
-    red with its neighbours orange, analogy arrows in blue and green."""
+                   analogy: str = "", title: str = ""):
+    """The projector's figure: every word a grey point; the focus word red with its neighbours orange,
+    the analogy's words with arrows in blue and green. Only these are named, each label where it
+    overlaps no other (the rest would cover each other); the caption wraps below the picture."""
     import matplotlib.pyplot as plt
+
+    from seqlab.widgets import FIGURE_WIDTH, wrap_caption
 
     view = projector_view(words, vectors, coords, word, k, analogy)
     xy = view.coords
-    figure, ax = plt.subplots(figsize=(8.5, 6.5))
+    caption = wrap_caption(view.message, FIGURE_WIDTH - 0.4, fontsize=9)
+    lines = caption.count("\n") + 1 if caption else 0
+    figure, ax = plt.subplots(figsize=(FIGURE_WIDTH, 6.0 + 0.17 * lines))
+    # A fixed layout, not tight_layout: the labels are placed in pixels, and must not move afterwards.
+    figure.subplots_adjust(left=0.02, right=0.98, top=1 - 0.4 / figure.get_figheight(),
+                           bottom=(0.15 + 0.17 * lines) / figure.get_figheight())
     ax.scatter(xy[:, 0], xy[:, 1], s=8, color="0.75")
-    step = max(1, len(words) // max(labels, 1)) if labels else len(words) + 1
-    for i in range(0, len(words), step):
-        ax.annotate(words[i], xy[i], fontsize=7, color="0.45")
+    margin = 0.04 * (xy.max(axis=0) - xy.min(axis=0))
+    ax.set(xlim=(xy[:, 0].min() - margin[0], xy[:, 0].max() + margin[0]),
+           ylim=(xy[:, 1].min() - margin[1], xy[:, 1].max() + margin[1]), xticks=[], yticks=[])
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(caption, fontsize=9)
+    labels: list[tuple[int, str, dict]] = []
     if view.focus is not None:
-        for i in view.neighbours:
-            ax.scatter(*xy[i], s=40, color="tab:orange", zorder=3)
-            ax.annotate(words[i], xy[i], fontsize=10, color="tab:orange", zorder=4)
         ax.scatter(*xy[view.focus], s=70, color="tab:red", zorder=4)
-        ax.annotate(words[view.focus], xy[view.focus], fontsize=12, weight="bold", color="tab:red", zorder=5)
+        ax.scatter(xy[view.neighbours, 0], xy[view.neighbours, 1], s=40, color="tab:orange", zorder=3)
+        labels.append((view.focus, words[view.focus], dict(fontsize=12, weight="bold", color="tab:red")))
     for (start, end), color in zip(view.arrows, ("tab:blue", "tab:green")):
-        ax.annotate("", xy=xy[end], xytext=xy[start], zorder=5,
-                    arrowprops=dict(arrowstyle="->", color=color, lw=2))
-        for i in (start, end):
-            ax.annotate(words[i], xy[i], fontsize=11, weight="bold", color=color, zorder=6)
-    ax.set(title=title, xticks=[], yticks=[])
-    ax.set_xlabel(view.message, fontsize=9)
-    figure.tight_layout()
+        ax.annotate("", xy=xy[end], xytext=xy[start], zorder=5, arrowprops=dict(arrowstyle="->", color=color, lw=2))
+        labels += [(i, words[i], dict(fontsize=11, weight="bold", color=color)) for i in (start, end)]
+    labels += [(i, words[i], dict(fontsize=10, color="tab:orange")) for i in view.neighbours]
+    once = {}
+    for index, text, style in labels:  # a word both neighbour and analogy word: its first (stronger) style
+        once.setdefault(index, (index, text, style))
+    place_labels(ax, list(once.values()), xy)
     return figure
 
 

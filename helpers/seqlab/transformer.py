@@ -20,6 +20,10 @@ Committed checkpoints (float16 weights) and their records come from::
     python -m seqlab.transformer lm --epochs 6 --threads 1 --time-limit 540      # repeat with --resume
                                                                                  # until it says "done"
 
+Each takes ``--device`` (``cpu``, ``cuda``, ``cuda:N``; by default the GPU when torch sees one) and trains and
+scores there; its record names the device, the CPU or GPU and torch's version (``seqlab.hardware.describe``).
+The checkpoints hold CPU float16 weights: they load on any machine.
+
 The language model's run is **resumable**: it stops after ``--time-limit`` seconds (mid-epoch if need be)
 and saves its whole training state (weights, optimiser, schedule, the epoch's shuffling and position)
 to ``--state``; ``--resume`` continues exactly where it stopped. Its record sums the time of every run.
@@ -249,7 +253,8 @@ class TransformerLM(nn.Module):
         self.blocks = nn.ModuleList(EncoderBlock(d_model, heads, d_ff, dropout) for _ in range(layers))
         self.norm = nn.LayerNorm(d_model)
         self.drop = nn.Dropout(dropout)
-        cutoffs = [c for c in cutoffs if c < vocab_size]
+        # a vocabulary within the first cutoff (a tiny test run): one head and a one-token tail cluster
+        cutoffs = [c for c in cutoffs if c < vocab_size] or [max(1, vocab_size - 1)]
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(d_model, vocab_size, cutoffs=cutoffs, div_value=4.0)
 
     def hidden_states(self, inputs: torch.Tensor) -> torch.Tensor:
@@ -343,8 +348,15 @@ def attention_maps(model: nn.Module, src: torch.Tensor, src_lengths: torch.Tenso
 
 def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: Sequence[str], cols: Sequence[str],
                      index: int = 0):
-    """Heatmap of one head (or all heads side by side when ``head`` is None) of one layer."""
+    """Heatmap of one head (or all heads, two a row, when ``head`` is None) of one layer.
+
+    Two heatmaps a row, not all side by side: four heads in one row made a figure 14 inches wide,
+    which a notebook scales down to about 60%, and its labels to 6 px. Two a row stay within
+    ``seqlab.widgets.FIGURE_WIDTH``, with labels of 8 pt (11 px at 100 dpi).
+    """
     import matplotlib.pyplot as plt
+
+    from seqlab.widgets import FIGURE_WIDTH
 
     if kind not in maps:
         raise ValueError(f"kind must be one of {sorted(maps)}, got {kind!r}")
@@ -352,14 +364,22 @@ def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: 
         raise ValueError(f"layer must be in 0..{len(maps[kind]) - 1}, got {layer}")
     w = maps[kind][layer][index][:, :len(rows), :len(cols)].numpy()  # (h, rows, cols)
     heads = list(range(w.shape[0])) if head is None else [head]
-    fig, axes = plt.subplots(1, len(heads), figsize=(min(3.2 * len(heads) + 1, 14), 3.6), squeeze=False)
-    for ax, h in zip(axes[0], heads):
+    columns = min(len(heads), 2)
+    grid_rows = math.ceil(len(heads) / columns)
+    panel_height = max(2.4, 0.17 * len(rows) + 1.1)
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(FIGURE_WIDTH if columns > 1 else 5.0, panel_height * grid_rows),
+                             squeeze=False)
+    for ax in axes.flat[len(heads):]:  # an odd number of heads leaves one panel empty
+        ax.set_visible(False)
+    for ax, h in zip(axes.flat, heads):
         ax.imshow(w[h], cmap="Blues", vmin=0, vmax=1, aspect="auto")
-        ax.set_xticks(range(len(cols)), [c if c != " " else "␣" for c in cols], fontsize=7)
-        ax.set_yticks(range(len(rows)), rows, fontsize=7)
+        ax.set_xticks(range(len(cols)), [c if c != " " else "␣" for c in cols], fontsize=8)
+        ax.set_yticks(range(len(rows)), rows, fontsize=8)
         ax.set_title(f"{kind} layer {layer}, head {h}", fontsize=9)
-        ax.set_xlabel("key (attended) position", fontsize=8)
-    axes[0][0].set_ylabel("query position", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("key (attended) position", fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("query position", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -373,8 +393,10 @@ def attention_explorer(maps: dict, rows_by_kind: dict, cols_by_kind: dict, index
     n_layers, n_heads = len(maps["encoder"]), maps["encoder"][0].shape[1]
     controls = {
         "kind": widgets.Dropdown(options=list(maps), value="cross", description="attention"),
-        "layer": widgets.IntSlider(value=n_layers - 1, min=0, max=n_layers - 1, description="layer"),
-        "head": widgets.IntSlider(value=-1, min=-1, max=n_heads - 1, description="head (-1 all)"),
+        "layer": widgets.IntSlider(value=n_layers - 1, min=0, max=n_layers - 1, description="layer",
+                                   continuous_update=False),
+        "head": widgets.IntSlider(value=-1, min=-1, max=n_heads - 1, description="head (-1 all)",
+                                  continuous_update=False),
     }
 
     def draw(kind, layer, head):
@@ -390,8 +412,10 @@ def positional_figure(d_model: int = 64, position: int = 20, length: int = 100):
 
     if not 0 <= position < length:
         raise ValueError(f"position must be in 0..{length - 1}, got {position}")
+    from seqlab.widgets import FIGURE_WIDTH
+
     pe = sinusoidal(length, d_model)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 3.6))  # wider, and a notebook would shrink it
     im = a.imshow(pe.numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
     a.axhline(position, color="k", lw=0.8)
     a.set_xlabel("dimension (even: sin, odd: cos)")
@@ -403,7 +427,7 @@ def positional_figure(d_model: int = 64, position: int = 20, length: int = 100):
     b.axvline(0, color="k", lw=0.6)
     b.set_xlabel(f"offset from position {position}")
     b.set_ylabel("PE[position] · PE[position + offset]")
-    b.set_title("similarity falls off with distance, the same on both sides")
+    b.set_title("similarity falls off with distance,\nthe same on both sides")
     fig.tight_layout()
     return fig
 
@@ -414,8 +438,10 @@ def positional_explorer(length: int = 100):
 
     from seqlab.widgets import figure_widget
 
-    controls = {"d_model": widgets.IntSlider(value=64, min=4, max=256, step=4, description="d_model"),
-                "position": widgets.IntSlider(value=20, min=0, max=length - 1, description="position")}
+    controls = {"d_model": widgets.IntSlider(value=64, min=4, max=256, step=4, description="d_model",
+                                             continuous_update=False),
+                "position": widgets.IntSlider(value=20, min=0, max=length - 1, description="position",
+                                              continuous_update=False)}
     return figure_widget(lambda d_model, position: positional_figure(d_model, position, length), controls)
 
 
@@ -424,21 +450,26 @@ def positional_explorer(length: int = 100):
 def train_seq2seq(args) -> int:
     from seqlab.seq2seq import TASKS, decode, encode_pairs, exact_match, task_data, task_vocabs, train
 
+    from seqlab.hardware import describe, resolve_device
+
+    where = resolve_device(args.device)
     src_tokens, tgt_tokens, join = TASKS[args.task]
     src_vocab, tgt_vocab = task_vocabs(args.task)
-    data = encode_pairs(task_data(args.task, "train"), src_vocab, tgt_vocab, src_tokens, tgt_tokens)
+    pairs = task_data(args.task, "train")[:args.train_pairs or None]
+    data = encode_pairs(pairs, src_vocab, tgt_vocab, src_tokens, tgt_tokens)
     torch.manual_seed(args.seed)
     model = Seq2SeqTransformer(len(src_vocab), len(tgt_vocab), args.d_model, args.heads, args.layers, args.d_ff,
-                               args.dropout)
+                               args.dropout).to(where)
     cpu_start = time.process_time()
     history = train(model, data, args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, plot=False,
-                    threads=args.threads)
+                    threads=args.threads)  # on the model's device
     cpu_seconds = time.process_time() - cpu_start  # processor time: less sensitive to a shared machine's load
     model.load_state_dict({k: v.float() for k, v in _half(model).items()})  # score the weights that are stored
-    dev = task_data(args.task, "dev")
+    dev = task_data(args.task, "dev")[:args.eval_pairs or None]
     dev_match = exact_match(decode(model, [p.source for p in dev], src_vocab, tgt_vocab, src_tokens, join=join),
-                            [p.target for p in dev])
-    torch.save(_half(model), CHECKPOINTS / f"ch08_{args.task}.pt")
+                            [p.target for p in dev])  # on the model's device
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    torch.save(_half(model), args.out_dir / f"ch08_{args.task}.pt")
     record = {
         "command": "python -m seqlab.transformer " + " ".join(sys.argv[1:] if args.argv is None else args.argv),
         "config": model.config, "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
@@ -447,18 +478,21 @@ def train_seq2seq(args) -> int:
         "cpu_seconds_per_epoch": round(cpu_seconds / len(history["epoch_loss"]), 1),
         "load_average": [round(x, 2) for x in __import__("os").getloadavg()],
         "epoch_loss": [round(x, 4) for x in history["epoch_loss"]], "dev_exact_match_greedy": round(dev_match, 4),
-        "torch": torch.__version__, "src_vocab": src_vocab.tokens, "tgt_vocab": tgt_vocab.tokens,
+        **describe(where), "src_vocab": src_vocab.tokens, "tgt_vocab": tgt_vocab.tokens,
     }
-    (CHECKPOINTS / f"ch08_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    print(f"dev exact match {dev_match:.2%}, {history['seconds']:.0f} s", flush=True)
+    (args.out_dir / f"ch08_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    print(f"dev exact match {dev_match:.2%}, {history['seconds']:.0f} s on {record['device']} ({record['hardware']})",
+          flush=True)
     return 0
 
 
 def train_lm(args) -> int:
     from seqlab.wordlm import batches, brown_splits, brown_vocab, encode, evaluate
 
-    where = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    data = brown_splits()
+    from seqlab.hardware import resolve_device
+
+    where = resolve_device(args.device)
+    data = brown_splits({split: args.max_sentences for split in ("train", "dev", "test")} if args.max_sentences else None)
     vocab = brown_vocab(data["train"])
     encoded = {split: encode(s, vocab) for split, s in data.items()}
     n_steps = len(list(batches(encoded["train"], args.batch_size, max_len=args.max_len)))
@@ -486,6 +520,7 @@ def train_lm(args) -> int:
         print("done: nothing left to train", flush=True)
         return 0
     state["runs"] += 1
+    state.setdefault("devices", []).append(str(where))  # one a run (a state saved before this field: none)
     start = time.perf_counter()
     while state["epoch"] <= args.epochs:
         generator.set_state(state["epoch_generator"])
@@ -511,7 +546,7 @@ def train_lm(args) -> int:
                       f"{time.perf_counter() - start:.0f} s", flush=True)
         if stopped:
             break
-        dev_ppl, _ = evaluate(model, encoded["dev"], device=where)
+        dev_ppl, _ = evaluate(model, encoded["dev"], device=where)  # scored where it trains
         seconds = state["seconds"] + time.perf_counter() - start
         state["history"].append({"epoch": state["epoch"], "train_loss": round(state["epoch_loss"][0] / state["epoch_loss"][1], 4),
                                  "dev_perplexity": round(dev_ppl, 2), "seconds": round(seconds, 1)})
@@ -525,23 +560,31 @@ def train_lm(args) -> int:
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
                 "state": state}, args.state)
     if state["history"]:
-        write_lm_record(args, state, vocab, encoded)
+        write_lm_record(args, state, vocab, encoded, where)
     print("done" if state["epoch"] > args.epochs else f"stopped at epoch {state['epoch']} step {state['step_in_epoch']}: "
           "run again with --resume", flush=True)
     return 0
 
 
-def write_lm_record(args, state: dict, vocab: list, encoded: dict) -> None:
+def write_lm_record(args, state: dict, vocab: list, encoded: dict, where: torch.device | str = "cpu") -> None:
+    """The record of the checkpoint at ``args.out``: the stored (float16) weights, scored on ``where``, the
+    device the run trained on; ``device`` names every device that trained it when runs were resumed elsewhere."""
+    from seqlab.hardware import describe
     from seqlab.wordlm import evaluate
 
-    model = load_lm(len(vocab), args.out)
-    test_ppl, n_test = evaluate(model, encoded["test"])
-    dev_ppl, _ = evaluate(model, encoded["dev"])
+    model = load_lm(len(vocab), args.out).to(where)
+    test_ppl, n_test = evaluate(model, encoded["test"], device=where)
+    dev_ppl, _ = evaluate(model, encoded["dev"], device=where)
+    machine = describe(where)
+    devices = list(dict.fromkeys(state.get("devices") or [machine["device"]]))
+    machine["device"] = " + ".join(devices)
     record = {
         "command": f"python -m seqlab.transformer lm --epochs {args.epochs} --seed {args.seed} --lr {args.lr} "
-                   f"--threads {args.threads} --time-limit {args.time_limit:g}  (then again with --resume until done)",
+                   f"--threads {args.threads} --time-limit {args.time_limit:g} --device {where}"
+                   + (f" --max-sentences {args.max_sentences}" if args.max_sentences else "")
+                   + "  (then again with --resume until done)",
         "runs": state["runs"], "epochs_done": len(state["history"]), "seconds": round(state["seconds"], 1),
-        "device": str(next(model.parameters()).device), "threads": torch.get_num_threads(), "torch": torch.__version__,
+        **machine, "threads": torch.get_num_threads(),
         "config": LM_CONFIG, "batch_size": args.batch_size, "max_len": args.max_len, "warmup": args.warmup,
         "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(vocab),
         "dev_perplexity": round(dev_ppl, 2), "test_perplexity": round(test_ppl, 2), "test_tokens": n_test,
@@ -552,6 +595,8 @@ def write_lm_record(args, state: dict, vocab: list, encoded: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from seqlab.hardware import add_device_argument
+
     parser = argparse.ArgumentParser(description="Train chapter 8's Transformers and write their checkpoints.")
     sub = parser.add_subparsers(dest="what", required=True)
     s = sub.add_parser("seq2seq", help="the encoder-decoder on a chapter-6 task")
@@ -567,7 +612,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--batch-size", type=int, default=64)
     s.add_argument("--lr", type=float, default=1e-3)
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--threads", type=int, default=1)
+    s.add_argument("--threads", type=int, default=1, help="torch CPU threads for a CPU run (default 1)")
+    s.add_argument("--train-pairs", type=int, default=0, help="only the first N training pairs (0: all; for tests)")
+    s.add_argument("--eval-pairs", type=int, default=0, help="score only the first N dev pairs (0: all; for tests)")
+    s.add_argument("--out-dir", type=Path, default=CHECKPOINTS, help="where ch08_TASK.pt and .json go")
+    add_device_argument(s)
     m = sub.add_parser("lm", help="the decoder-only language model of Brown")
     m.add_argument("--epochs", type=int, default=4)
     m.add_argument("--seed", type=int, default=0)
@@ -575,7 +624,9 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--batch-size", type=int, default=32)
     m.add_argument("--max-len", type=int, default=60)
     m.add_argument("--warmup", type=int, default=400)
-    m.add_argument("--threads", type=int, default=1)
+    m.add_argument("--threads", type=int, default=1, help="torch CPU threads for a CPU run (default 1)")
+    m.add_argument("--max-sentences", type=int, default=0, help="only the first N sentences of each split (for tests)")
+    add_device_argument(m)
     m.add_argument("--time-limit", type=float, default=math.inf, help="stop (resumably) after this many seconds")
     m.add_argument("--resume", action="store_true")
     m.add_argument("--state", type=Path, default=Path.home() / ".cache" / "seqlab" / "ch08_brown_transformer.state.pt")

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import heapq
 import sys
+import textwrap
 from typing import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-__all__ = ["show_figure", "show_error", "figure_widget", "top_next_words", "context_from_text", "next_word_explorer"]
+__all__ = ["FIGURE_WIDTH", "show_figure", "show_error", "figure_widget", "wrap_caption", "top_next_words",
+           "context_from_text", "next_word_explorer"]
 
 ProbFn = Callable[[str, tuple], float]
+
+# The widest figure that a notebook shows at its own size, in inches at the inline backend's 100 dpi.
+# JupyterLab 4's output area is about 848 px wide in a 1280 px window with the file browser open
+# (tests/test_browser_widgets.py checks there that such figures are not shrunk); a wider PNG is
+# scaled down to fit, and its text with it.
+FIGURE_WIDTH = 8.2
 
 
 def show_figure(output: widgets.Output, figure: Figure) -> None:
@@ -57,9 +65,17 @@ def show_error(output: widgets.Output) -> None:
 
 
 def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.ValueWidget]) -> widgets.VBox:
-    """Controls on top, a figure below; ``draw(**values)`` makes a new figure on every change."""
+    """Controls on top, a figure below; ``draw(**values)`` makes a new figure on every change.
+
+    Sliders and text boxes report their value when released (``continuous_update=False``): while
+    a slider is dragged, every value in between would be drawn, and under load the figure would
+    trail behind the control.
+    """
     if not controls:
         raise ValueError("figure_widget needs at least one control")
+    for control in controls.values():
+        if control.has_trait("continuous_update"):
+            control.continuous_update = False
     output = widgets.Output()
 
     def redraw(_change=None) -> None:
@@ -76,6 +92,17 @@ def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.Va
         control.observe(redraw, names="value")
     redraw()
     return widgets.VBox([widgets.HBox(list(controls.values())), output])
+
+
+def wrap_caption(text: str, width: float = FIGURE_WIDTH, fontsize: float = 9.0) -> str:
+    """``text`` broken into lines that fit ``width`` inches at ``fontsize`` points.
+
+    A caption longer than its figure widens the saved PNG (the inline backend crops to what is
+    drawn), and the notebook then shrinks the whole figure to fit: wrapping keeps it at full size.
+    An average character of DejaVu Sans is about 0.6 em wide; 0.62 leaves a margin.
+    """
+    characters = max(20, int(width * 72 / (0.62 * fontsize)))
+    return "\n".join(textwrap.fill(line, characters) for line in text.split("\n"))
 
 
 def context_from_text(text: str, n: int, vocab: Sequence[str], *, bos: str = "<s>", unk: str = "<unk>") -> tuple[str, ...]:
