@@ -20,7 +20,7 @@ CONSTRAINTS ?= constraints/python$(PY_VERSION).txt
 # nbgrader and jupyter find their helper programs (alembic, kernels) on PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab test test-fast test-numerics constraints release check-release results workspace clean
+.PHONY: lab test test-fast test-numerics gpu-check constraints release check-release results workspace clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,13 @@ test-numerics: $(VENV)/.test
 	  echo "== ATEN_CPU_CAPABILITY=$$capability: pytest -m numerics"; \
 	  ATEN_CPU_CAPABILITY=$$capability $(BIN)/python -m pytest -m numerics -q $(PYTEST_PARALLEL) $(PYTEST_ARGS) || exit 1; \
 	done
+
+# On a CUDA machine (with a CUDA build of torch in .venv): pytest -m gpu, then every solution notebook on the GPU
+# and on the CPU, and a table of device, seconds, peak GPU memory and figures against the CPU's (tests/gpu_check.py).
+# Without a GPU it says so and fails. GPU_CHECK_ARGS passes options, e.g. GPU_CHECK_ARGS="--skip-pytest 07".
+GPU_CHECK_ARGS ?=
+gpu-check: $(VENV)/.test
+	$(BIN)/python tests/gpu_check.py $(GPU_CHECK_ARGS)
 
 # Write this Python's constraints file anew: the newest versions the course's extras resolve to, in a fresh
 # venv with TORCH_SPEC, under the upper bounds of constraints/pins.txt (each says why). Run it when a test tool

@@ -14,6 +14,7 @@ from torch import nn
 
 from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, reads_learner_run, record
 from seqlab import name_ablation
+from seqlab.hardware import default_device
 from seqlab.names import Name
 
 CHAPTER = "03-recurrent-neural-networks"
@@ -242,7 +243,10 @@ def test_ablation_script_writes_the_same_record_with_a_tiny_setting(tmp_path):
                            "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     tiny, committed = json.loads(out.read_text()), name_ablation.load_results()
-    assert set(tiny) == set(committed) and set(tiny["settings"]) == set(committed["settings"])
+    # issue 28: a record names its device and hardware (seqlab.hardware.describe); the committed one predates that
+    machine = {"device", "hardware", "cuda"}
+    assert set(tiny) - machine == set(committed) - machine and set(tiny["settings"]) == set(committed["settings"])
+    assert tiny["device"] == str(default_device()) and tiny["hardware"], tiny
     assert tiny["variants"] == committed["variants"] and tiny["seeds"] == [0, 1]
     assert tiny["command"] == "python -m seqlab.name_ablation --seeds 2 --epochs 1 --n-train 96 --out " + str(out)
     assert {tuple(sorted(r)) for r in tiny["runs"]} == {tuple(sorted(r)) for r in committed["runs"]}

@@ -12,6 +12,9 @@ read-out of the last state) with a fixed seed and a fixed number of steps, and r
 MSE. Chapter 4 runs one seed in the notebook; the figures for all seeds come from::
 
     python -m seqlab.adding          # writes seqlab/results/ch04_adding.json
+
+A model trains on ``device`` (by default the GPU when torch sees one, see ``seqlab.hardware``); its batches
+are drawn on the CPU from the seeded generator either way, so a GPU run sees the same data.
 """
 
 from __future__ import annotations
@@ -78,29 +81,35 @@ def set_forget_bias(lstm: nn.LSTM | nn.LSTMCell, value: float) -> None:
 
 def train_adding(cell: str, seed: int = 0, *, forget_bias: float | None = None, length: int = 50, hidden: int = 32,
                  steps: int = 1500, batch: int = 64, lr: float = 1e-2, clip: float = 1.0, test_size: int = 2000,
-                 progress: bool = False) -> dict:
+                 progress: bool = False, device: str | torch.device | None = None) -> dict:
     """Train one model on fresh batches with Adam and clipping; return its test MSE and more.
 
     Returns ``{"test_mse", "seconds", "cpu_seconds", "losses" (one per step), "model"}``: the wall time,
     and the processor time of this process, which a busy machine inflates far less. The test set is fixed
-    (its own seed), the same for every model and seed. Runs on one CPU thread: for matrices this
-    small, more threads only wait for each other (and on a busy machine, much longer).
+    (its own seed), the same for every model and seed. Runs on ``device`` (None: ``seqlab.hardware.default_device``,
+    the GPU when there is one); on the CPU, on one thread: for matrices this small, more threads only wait for
+    each other (and on a busy machine, much longer). The returned model stays on that device.
     """
+    from seqlab.hardware import resolve_device
+
+    where = resolve_device(device)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train_adding(cell, seed, forget_bias, length, hidden, steps, batch, lr, clip, test_size, progress)
+        return _train_adding(cell, seed, forget_bias, length, hidden, steps, batch, lr, clip, test_size, progress,
+                             where)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train_adding(cell, seed, forget_bias, length, hidden, steps, batch, lr, clip, test_size, progress) -> dict:
+def _train_adding(cell, seed, forget_bias, length, hidden, steps, batch, lr, clip, test_size, progress, where) -> dict:
     torch.manual_seed(seed)
     model = AddingModel(cell, hidden)
     if forget_bias is not None:
         if cell != "LSTM":
             raise ValueError("a forget-gate bias needs an LSTM")
         set_forget_bias(model.rnn, forget_bias)
+    model.to(where)  # initialised on the CPU, as before: the same weights on every device
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     generator = torch.Generator().manual_seed(1000 + seed)
     losses = []
@@ -114,7 +123,7 @@ def _train_adding(cell, seed, forget_bias, length, hidden, steps, batch, lr, cli
     model.train()
     for _ in range(steps):
         x, y = adding_batch(batch, length, generator)
-        loss = nn.functional.mse_loss(model(x), y)
+        loss = nn.functional.mse_loss(model(x.to(where)), y.to(where))
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), clip)
@@ -130,7 +139,7 @@ def _train_adding(cell, seed, forget_bias, length, hidden, steps, batch, lr, cli
     model.eval()
     x_test, y_test = adding_batch(test_size, length, torch.Generator().manual_seed(12345))
     with torch.no_grad():
-        test_mse = nn.functional.mse_loss(model(x_test), y_test).item()
+        test_mse = nn.functional.mse_loss(model(x_test.to(where)), y_test.to(where)).item()
     return {"test_mse": test_mse, "seconds": seconds, "cpu_seconds": cpu_seconds, "losses": losses, "model": model}
 
 
@@ -162,19 +171,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--length", type=int, default=50)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    from seqlab.hardware import add_device_argument, describe, resolve_device
+
+    add_device_argument(parser)  # a CPU run uses one thread
     args = parser.parse_args(argv)
+    where = resolve_device(args.device)
     settings = {"length": args.length, "steps": args.steps}
     runs = []
     for name, (cell, forget_bias) in MODELS.items():
         for seed in range(args.seeds):
-            result = train_adding(cell, seed, forget_bias=forget_bias, **settings)
+            result = train_adding(cell, seed, forget_bias=forget_bias, device=where, **settings)
             runs.append({"model": name, "seed": seed, "test_mse": round(result["test_mse"], 5),
                          "seconds": round(result["seconds"], 1),
                          "cpu_seconds": round(result["cpu_seconds"], 1)})
             print(json.dumps(runs[-1]), flush=True)
     record = {"command": "python -m seqlab.adding " + " ".join(argv if argv is not None else sys.argv[1:]),
               "settings": {**settings, "hidden": 32, "batch": 64, "lr": 1e-2, "clip": 1.0, "test_size": 2000},
-              "threads": 1, "torch": torch.__version__, "baseline_mse": BASELINE_MSE,
+              "threads": 1, **describe(where), "baseline_mse": BASELINE_MSE,
               "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")

@@ -234,9 +234,10 @@ def load_comparison(path: Path = COMPARISON) -> list[ComparisonRow]:
     return [ComparisonRow(**row) for row in json.loads(Path(path).read_text())]
 
 
-def _scores(model, task: str, src_vocab: Vocab, tgt_vocab: Vocab) -> dict[str, Any]:
+def _scores(model, task: str, src_vocab: Vocab, tgt_vocab: Vocab, limit: int = 0) -> dict[str, Any]:
+    """Greedy test scores, on the model's device (``limit``: the first pairs only, for tests)."""
     src_tokens, _, join = TASKS[task]
-    test = task_data(task, "test")
+    test = task_data(task, "test")[:limit or None]
     out = decode(model, [p.source for p in test], src_vocab, tgt_vocab, src_tokens, join=join)
     refs = [p.target for p in test]
     scores: dict[str, Any] = {"test_exact_match_greedy": round(exact_match(out, refs), 4), "test_pairs": len(test)}
@@ -299,8 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads for a CPU run (default 1)")
+    parser.add_argument("--eval-pairs", type=int, default=0, help="score only the first N dev (and test) pairs (0: all; for tests)")
+    parser.add_argument("--out-dir", type=Path, default=CHECKPOINTS, help="where ch07_TASK.pt and .json go")
+    from seqlab.hardware import add_device_argument, describe, resolve_device
+
+    add_device_argument(parser)  # --comparison ignores it: its seconds are processor time on one CPU thread
     args = parser.parse_args(argv)
+    where = resolve_device(args.device)
     torch.set_num_threads(args.threads)
     if args.comparison:
         load = os.getloadavg()[0]
@@ -323,17 +330,17 @@ def main(argv: list[str] | None = None) -> int:
         pairs = [pairs[i] for i in sorted(chosen)]
     data = encode_pairs(pairs, src_vocab, tgt_vocab, src_tokens, tgt_tokens)
     torch.manual_seed(args.seed)
-    model = AttentionSeq2Seq(len(src_vocab), len(tgt_vocab), args.embed, args.hidden, args.attn)
+    model = AttentionSeq2Seq(len(src_vocab), len(tgt_vocab), args.embed, args.hidden, args.attn).to(where)
     load = os.getloadavg()[0]
     history = train(model, data, args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, plot=False,
-                    threads=args.threads)
+                    threads=args.threads)  # on the model's device
     model.half().float()  # score exactly the weights that are stored
-    dev = task_data(args.task, "dev")
+    dev = task_data(args.task, "dev")[:args.eval_pairs or None]
     dev_match = exact_match(decode(model, [p.source for p in dev], src_vocab, tgt_vocab, src_tokens, join=join),
-                            [p.target for p in dev])
-    scores = _scores(model, args.task, src_vocab, tgt_vocab)
-    CHECKPOINTS.mkdir(exist_ok=True)
-    torch.save({k: v.half() for k, v in model.state_dict().items()}, CHECKPOINTS / f"ch07_{args.task}.pt")
+                            [p.target for p in dev])  # decode and _scores run on the model's device
+    scores = _scores(model, args.task, src_vocab, tgt_vocab, limit=args.eval_pairs)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    torch.save({k: v.detach().cpu().half() for k, v in model.state_dict().items()}, args.out_dir / f"ch07_{args.task}.pt")
     record = {
         "command": "python -m seqlab.attention " + " ".join(sys.argv[1:] if argv is None else argv),
         "config": model.config, "parameters": count_parameters(model), "epochs": args.epochs,
@@ -341,12 +348,12 @@ def main(argv: list[str] | None = None) -> int:
         "train_pairs": len(data), "seconds": round(history["seconds"], 1),
         "seconds_per_epoch": round(history["seconds_per_epoch"], 1), "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
         "epoch_loss": [round(x, 4) for x in history["epoch_loss"]],
-        "dev_exact_match_greedy": round(dev_match, 4), **scores, "torch": torch.__version__,
+        "dev_exact_match_greedy": round(dev_match, 4), **scores, **describe(where),
         "src_vocab": src_vocab.tokens, "tgt_vocab": tgt_vocab.tokens,
     }
-    (CHECKPOINTS / f"ch07_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {CHECKPOINTS / f'ch07_{args.task}.pt'}: dev {dev_match:.1%}, test {scores['test_exact_match_greedy']:.1%} "
-          f"exact match (greedy), {history['seconds']:.0f} s of training")
+    (args.out_dir / f"ch07_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {args.out_dir / f'ch07_{args.task}.pt'}: dev {dev_match:.1%}, test {scores['test_exact_match_greedy']:.1%} "
+          f"exact match (greedy), {history['seconds']:.0f} s of training on {record['device']} ({record['hardware']})")
     return 0
 
 

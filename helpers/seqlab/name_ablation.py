@@ -9,6 +9,10 @@ with the notebook's exact settings, and each variant with one trick removed, for
 Seed 0 is the notebook's own run (``torch.manual_seed(0)`` before the model, a batch shuffler seeded
 0); seed ``s`` seeds both with ``s``. One run takes about 40 s on one CPU thread. The notebook
 loads the committed file with :func:`load_results` and prints :func:`summary`.
+
+``--device cuda`` trains and scores on a GPU (the default when torch sees one); the record names the device,
+the CPU or GPU and torch's version. A GPU run's accuracies differ from a CPU run's in the last names: the
+committed record, which the notebook's CPU run is checked against, is a CPU run.
 """
 
 from __future__ import annotations
@@ -106,26 +110,34 @@ def _clip(parameters: list[torch.Tensor], max_norm: float) -> None:
 def train_variant(seed: int = 0, *, embedding: bool = True, input_dropout: bool = True, input_scale: float = 1.0,
                   dropout: float = SETTINGS["dropout"],
                   label_smoothing: float = SETTINGS["label_smoothing"], boundaries: bool = True,
-                  epochs: int = SETTINGS["epochs"], n_train: int | None = None, threads: int | None = 1) -> dict:
+                  epochs: int = SETTINGS["epochs"], n_train: int | None = None, threads: int | None = 1,
+                  device: str | torch.device | None = None) -> dict:
     """Train one classifier as the notebook does (or with a trick switched off); return its accuracies.
 
     ``n_train`` keeps only the first names of the notebook's shuffled training list (for quick tests).
+    ``device``: where it trains and is scored (None: ``seqlab.hardware.default_device``); ``threads`` applies
+    to the CPU.
     Returns ``{"dev_accuracy", "test_accuracy", "final_loss", "parameters", "seconds", "cpu_seconds"}``.
     """
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be at least 1 (or None), got {threads}")
+    from seqlab.hardware import resolve_device
+
+    where = resolve_device(device)
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _train(seed, embedding, input_dropout, input_scale, dropout, label_smoothing, boundaries, epochs, n_train)
+        return _train(seed, embedding, input_dropout, input_scale, dropout, label_smoothing, boundaries, epochs, n_train,
+                      where)
     finally:
         torch.set_num_threads(before)
 
 
-def _train(seed, embedding, input_dropout, input_scale, dropout, label_smoothing, boundaries, epochs, n_train) -> dict:
+def _train(seed, embedding, input_dropout, input_scale, dropout, label_smoothing, boundaries, epochs, n_train,
+           where=torch.device("cpu")) -> dict:
     classes = surname_origins()
     train = load_names("surnames", "train")
     train = [train[i] for i in np.random.default_rng(0).permutation(len(train))][:n_train]  # the notebook's order
@@ -136,7 +148,7 @@ def _train(seed, embedding, input_dropout, input_scale, dropout, label_smoothing
     torch.manual_seed(seed)
     model = ReferenceClassifier(len(SYMBOLS), SETTINGS["embed_size"], SETTINGS["hidden_size"], len(classes),
                                 dropout=dropout, embedding=embedding, input_dropout=input_dropout,
-                                input_scale=input_scale)
+                                input_scale=input_scale).to(where)  # initialised on the CPU: the same weights anywhere
     optimizer = torch.optim.Adam(model.parameters(), lr=SETTINGS["lr"])
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=SETTINGS["lr"], pct_start=SETTINGS["pct_start"],
                                                    total_steps=epochs * math.ceil(len(labels) / batch_size))
@@ -150,8 +162,8 @@ def _train(seed, embedding, input_dropout, input_scale, dropout, label_smoothing
             idx = batches[j]
             model.train()
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(ids[idx, :int(lengths[idx].max())], lengths[idx]), labels[idx],
-                                   label_smoothing=label_smoothing)
+            loss = F.cross_entropy(model(ids[idx, :int(lengths[idx].max())].to(where), lengths[idx]),
+                                   labels[idx].to(where), label_smoothing=label_smoothing)
             loss.backward()
             _clip(list(model.parameters()), SETTINGS["max_norm"])
             optimizer.step()
@@ -160,15 +172,20 @@ def _train(seed, embedding, input_dropout, input_scale, dropout, label_smoothing
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     model.eval()
     with torch.no_grad():
-        accuracy = {name: float((model(x, n).argmax(dim=1) == y).float().mean()) for name, (x, n, y) in
+        accuracy = {name: float((model(x.to(where), n).argmax(dim=1).cpu() == y).float().mean()) for name, (x, n, y) in
                     (("dev_accuracy", dev), ("test_accuracy", test))}
     return {**accuracy, "final_loss": total / len(batches), "parameters": sum(p.numel() for p in model.parameters()),
             "seconds": seconds, "cpu_seconds": cpu_seconds}
 
 
 def run_ablation(seeds: int = 3, *, epochs: int = SETTINGS["epochs"], n_train: int | None = None,
-                 variants: list[str] | None = None, threads: int = 1, command: str = "", log=None) -> dict:
-    """Every variant (default: all of ``VARIANTS``) with seeds 0..seeds-1; the record that ``main`` writes."""
+                 variants: list[str] | None = None, threads: int = 1, command: str = "", log=None,
+                 device: str | torch.device | None = None) -> dict:
+    """Every variant (default: all of ``VARIANTS``) with seeds 0..seeds-1, on ``device``; the record that ``main``
+    writes."""
+    from seqlab.hardware import describe, resolve_device
+
+    where = resolve_device(device)
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     chosen = list(VARIANTS) if variants is None else variants
@@ -178,7 +195,8 @@ def run_ablation(seeds: int = 3, *, epochs: int = SETTINGS["epochs"], n_train: i
     runs = []
     for variant in chosen:
         for seed in range(seeds):
-            result = train_variant(seed, epochs=epochs, n_train=n_train, threads=threads, **VARIANTS[variant])
+            result = train_variant(seed, epochs=epochs, n_train=n_train, threads=threads, device=where,
+                                   **VARIANTS[variant])
             runs.append({"variant": variant, "seed": seed, "dev_accuracy": round(result["dev_accuracy"], 4),
                          "test_accuracy": round(result["test_accuracy"], 4), "parameters": result["parameters"],
                          "seconds": round(result["seconds"], 1), "cpu_seconds": round(result["cpu_seconds"], 1)})
@@ -186,7 +204,7 @@ def run_ablation(seeds: int = 3, *, epochs: int = SETTINGS["epochs"], n_train: i
                 print(json.dumps(runs[-1]), file=log, flush=True)
     return {"command": command, "settings": {**SETTINGS, "epochs": epochs, "n_train": n_train},
             "variants": {v: VARIANTS[v] for v in chosen}, "seeds": list(range(seeds)), "threads": threads,
-            "torch": torch.__version__, "runs": runs}
+            **describe(where), "runs": runs}
 
 
 def load_results(path: Path = RESULTS) -> dict:
@@ -225,10 +243,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variants", nargs="+", default=None, choices=list(VARIANTS), metavar="VARIANT")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    from seqlab.hardware import add_device_argument
+
+    add_device_argument(parser)
     args = parser.parse_args(argv)
     command = "python -m seqlab.name_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     record = run_ablation(args.seeds, epochs=args.epochs, n_train=args.n_train, variants=args.variants,
-                          threads=args.threads, command=command.strip(), log=sys.stdout)
+                          threads=args.threads, command=command.strip(), log=sys.stdout, device=args.device)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     for variant, row in summary(record).items():

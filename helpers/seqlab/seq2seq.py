@@ -69,8 +69,11 @@ def cpu_threads(n: int | None = 1):
 
 
 def device() -> torch.device:
-    """CUDA when there is a GPU, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """CUDA when there is a GPU, else the CPU (``seqlab.hardware.default_device``: a notebook's
+    ``use_device("cpu")`` or ``$SEQLAB_DEVICE`` chooses otherwise)."""
+    from seqlab.hardware import default_device
+
+    return default_device()
 
 
 def chars(text: str) -> list[str]:
@@ -477,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     """Train chapter 6's model on a task and write ``checkpoints/ch06_TASK.pt`` and ``.json``."""
     import argparse
 
+    from seqlab.hardware import add_device_argument, describe, resolve_device
+
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--task", choices=sorted(TASKS), required=True)
     parser.add_argument("--epochs", type=int, default=4)
@@ -485,30 +490,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads for a CPU run (default 1)")
+    parser.add_argument("--train-pairs", type=int, default=0, help="only the first N training pairs (0: all; for tests)")
+    parser.add_argument("--eval-pairs", type=int, default=0, help="score only the first N dev pairs (0: all; for tests)")
+    parser.add_argument("--out-dir", type=Path, default=CHECKPOINTS, help="where ch06_TASK.pt and .json go")
+    add_device_argument(parser)
     args = parser.parse_args(argv)
+    where = resolve_device(args.device)
     src_tokens, tgt_tokens, join = TASKS[args.task]
     src_vocab, tgt_vocab = task_vocabs(args.task)
-    data = encode_pairs(task_data(args.task, "train"), src_vocab, tgt_vocab, src_tokens, tgt_tokens)
+    pairs = task_data(args.task, "train")
+    data = encode_pairs(pairs[:args.train_pairs or None], src_vocab, tgt_vocab, src_tokens, tgt_tokens)
     torch.manual_seed(args.seed)
-    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), args.embed, args.hidden)
-    history = train(model, data, args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, plot=False)
-    model.half().float()  # score exactly the weights that are stored
-    dev = task_data(args.task, "dev")
-    dev_match = exact_match(decode(model, [p.source for p in dev], src_vocab, tgt_vocab, src_tokens, join=join),
-                            [p.target for p in dev])
-    CHECKPOINTS.mkdir(exist_ok=True)
-    torch.save({k: v.half() for k, v in model.state_dict().items()}, CHECKPOINTS / f"ch06_{args.task}.pt")
+    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), args.embed, args.hidden).to(where)
+    with cpu_threads(args.threads if where.type == "cpu" else None):
+        history = train(model, data, args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, plot=False,
+                        threads=None)
+        model.half().float()  # score exactly the weights that are stored
+        dev = task_data(args.task, "dev")[:args.eval_pairs or None]
+        dev_match = exact_match(decode(model, [p.source for p in dev], src_vocab, tgt_vocab, src_tokens, join=join),
+                                [p.target for p in dev])  # on the model's device
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    torch.save({k: v.detach().cpu().half() for k, v in model.state_dict().items()}, args.out_dir / f"ch06_{args.task}.pt")
     record = {
         "command": "python -m seqlab.seq2seq " + " ".join(sys.argv[1:] if argv is None else argv),
         "config": model.config, "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
         "train_pairs": len(data), "seconds": round(history["seconds"], 1),
         "seconds_per_epoch": round(history["seconds_per_epoch"], 1), "epoch_loss": [round(x, 4) for x in history["epoch_loss"]],
-        "dev_exact_match_greedy": round(dev_match, 4), "torch": torch.__version__,
+        "dev_exact_match_greedy": round(dev_match, 4), **describe(where),
+        "threads": args.threads if where.type == "cpu" else None,
         "src_vocab": src_vocab.tokens, "tgt_vocab": tgt_vocab.tokens,
     }
-    (CHECKPOINTS / f"ch06_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {CHECKPOINTS / f'ch06_{args.task}.pt'}: dev exact match (greedy) {dev_match:.1%}, "
-          f"{history['seconds']:.0f} s of training")
+    (args.out_dir / f"ch06_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {args.out_dir / f'ch06_{args.task}.pt'}: dev exact match (greedy) {dev_match:.1%}, "
+          f"{history['seconds']:.0f} s of training on {record['device']} ({record['hardware']})")
     return 0
 
 

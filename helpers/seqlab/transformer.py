@@ -20,6 +20,10 @@ Committed checkpoints (float16 weights) and their records come from::
     python -m seqlab.transformer lm --epochs 6 --threads 1 --time-limit 540      # repeat with --resume
                                                                                  # until it says "done"
 
+Each takes ``--device`` (``cpu``, ``cuda``, ``cuda:N``; by default the GPU when torch sees one) and trains and
+scores there; its record names the device, the CPU or GPU and torch's version (``seqlab.hardware.describe``).
+The checkpoints hold CPU float16 weights: they load on any machine.
+
 The language model's run is **resumable**: it stops after ``--time-limit`` seconds (mid-epoch if need be)
 and saves its whole training state (weights, optimiser, schedule, the epoch's shuffling and position)
 to ``--state``; ``--resume`` continues exactly where it stopped. Its record sums the time of every run.
@@ -249,7 +253,8 @@ class TransformerLM(nn.Module):
         self.blocks = nn.ModuleList(EncoderBlock(d_model, heads, d_ff, dropout) for _ in range(layers))
         self.norm = nn.LayerNorm(d_model)
         self.drop = nn.Dropout(dropout)
-        cutoffs = [c for c in cutoffs if c < vocab_size]
+        # a vocabulary within the first cutoff (a tiny test run): one head and a one-token tail cluster
+        cutoffs = [c for c in cutoffs if c < vocab_size] or [max(1, vocab_size - 1)]
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(d_model, vocab_size, cutoffs=cutoffs, div_value=4.0)
 
     def hidden_states(self, inputs: torch.Tensor) -> torch.Tensor:
@@ -445,21 +450,26 @@ def positional_explorer(length: int = 100):
 def train_seq2seq(args) -> int:
     from seqlab.seq2seq import TASKS, decode, encode_pairs, exact_match, task_data, task_vocabs, train
 
+    from seqlab.hardware import describe, resolve_device
+
+    where = resolve_device(args.device)
     src_tokens, tgt_tokens, join = TASKS[args.task]
     src_vocab, tgt_vocab = task_vocabs(args.task)
-    data = encode_pairs(task_data(args.task, "train"), src_vocab, tgt_vocab, src_tokens, tgt_tokens)
+    pairs = task_data(args.task, "train")[:args.train_pairs or None]
+    data = encode_pairs(pairs, src_vocab, tgt_vocab, src_tokens, tgt_tokens)
     torch.manual_seed(args.seed)
     model = Seq2SeqTransformer(len(src_vocab), len(tgt_vocab), args.d_model, args.heads, args.layers, args.d_ff,
-                               args.dropout)
+                               args.dropout).to(where)
     cpu_start = time.process_time()
     history = train(model, data, args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, plot=False,
-                    threads=args.threads)
+                    threads=args.threads)  # on the model's device
     cpu_seconds = time.process_time() - cpu_start  # processor time: less sensitive to a shared machine's load
     model.load_state_dict({k: v.float() for k, v in _half(model).items()})  # score the weights that are stored
-    dev = task_data(args.task, "dev")
+    dev = task_data(args.task, "dev")[:args.eval_pairs or None]
     dev_match = exact_match(decode(model, [p.source for p in dev], src_vocab, tgt_vocab, src_tokens, join=join),
-                            [p.target for p in dev])
-    torch.save(_half(model), CHECKPOINTS / f"ch08_{args.task}.pt")
+                            [p.target for p in dev])  # on the model's device
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    torch.save(_half(model), args.out_dir / f"ch08_{args.task}.pt")
     record = {
         "command": "python -m seqlab.transformer " + " ".join(sys.argv[1:] if args.argv is None else args.argv),
         "config": model.config, "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
@@ -468,18 +478,21 @@ def train_seq2seq(args) -> int:
         "cpu_seconds_per_epoch": round(cpu_seconds / len(history["epoch_loss"]), 1),
         "load_average": [round(x, 2) for x in __import__("os").getloadavg()],
         "epoch_loss": [round(x, 4) for x in history["epoch_loss"]], "dev_exact_match_greedy": round(dev_match, 4),
-        "torch": torch.__version__, "src_vocab": src_vocab.tokens, "tgt_vocab": tgt_vocab.tokens,
+        **describe(where), "src_vocab": src_vocab.tokens, "tgt_vocab": tgt_vocab.tokens,
     }
-    (CHECKPOINTS / f"ch08_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    print(f"dev exact match {dev_match:.2%}, {history['seconds']:.0f} s", flush=True)
+    (args.out_dir / f"ch08_{args.task}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    print(f"dev exact match {dev_match:.2%}, {history['seconds']:.0f} s on {record['device']} ({record['hardware']})",
+          flush=True)
     return 0
 
 
 def train_lm(args) -> int:
     from seqlab.wordlm import batches, brown_splits, brown_vocab, encode, evaluate
 
-    where = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    data = brown_splits()
+    from seqlab.hardware import resolve_device
+
+    where = resolve_device(args.device)
+    data = brown_splits({split: args.max_sentences for split in ("train", "dev", "test")} if args.max_sentences else None)
     vocab = brown_vocab(data["train"])
     encoded = {split: encode(s, vocab) for split, s in data.items()}
     n_steps = len(list(batches(encoded["train"], args.batch_size, max_len=args.max_len)))
@@ -507,6 +520,7 @@ def train_lm(args) -> int:
         print("done: nothing left to train", flush=True)
         return 0
     state["runs"] += 1
+    state.setdefault("devices", []).append(str(where))  # one a run (a state saved before this field: none)
     start = time.perf_counter()
     while state["epoch"] <= args.epochs:
         generator.set_state(state["epoch_generator"])
@@ -532,7 +546,7 @@ def train_lm(args) -> int:
                       f"{time.perf_counter() - start:.0f} s", flush=True)
         if stopped:
             break
-        dev_ppl, _ = evaluate(model, encoded["dev"], device=where)
+        dev_ppl, _ = evaluate(model, encoded["dev"], device=where)  # scored where it trains
         seconds = state["seconds"] + time.perf_counter() - start
         state["history"].append({"epoch": state["epoch"], "train_loss": round(state["epoch_loss"][0] / state["epoch_loss"][1], 4),
                                  "dev_perplexity": round(dev_ppl, 2), "seconds": round(seconds, 1)})
@@ -546,23 +560,31 @@ def train_lm(args) -> int:
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
                 "state": state}, args.state)
     if state["history"]:
-        write_lm_record(args, state, vocab, encoded)
+        write_lm_record(args, state, vocab, encoded, where)
     print("done" if state["epoch"] > args.epochs else f"stopped at epoch {state['epoch']} step {state['step_in_epoch']}: "
           "run again with --resume", flush=True)
     return 0
 
 
-def write_lm_record(args, state: dict, vocab: list, encoded: dict) -> None:
+def write_lm_record(args, state: dict, vocab: list, encoded: dict, where: torch.device | str = "cpu") -> None:
+    """The record of the checkpoint at ``args.out``: the stored (float16) weights, scored on ``where``, the
+    device the run trained on; ``device`` names every device that trained it when runs were resumed elsewhere."""
+    from seqlab.hardware import describe
     from seqlab.wordlm import evaluate
 
-    model = load_lm(len(vocab), args.out)
-    test_ppl, n_test = evaluate(model, encoded["test"])
-    dev_ppl, _ = evaluate(model, encoded["dev"])
+    model = load_lm(len(vocab), args.out).to(where)
+    test_ppl, n_test = evaluate(model, encoded["test"], device=where)
+    dev_ppl, _ = evaluate(model, encoded["dev"], device=where)
+    machine = describe(where)
+    devices = list(dict.fromkeys(state.get("devices") or [machine["device"]]))
+    machine["device"] = " + ".join(devices)
     record = {
         "command": f"python -m seqlab.transformer lm --epochs {args.epochs} --seed {args.seed} --lr {args.lr} "
-                   f"--threads {args.threads} --time-limit {args.time_limit:g}  (then again with --resume until done)",
+                   f"--threads {args.threads} --time-limit {args.time_limit:g} --device {where}"
+                   + (f" --max-sentences {args.max_sentences}" if args.max_sentences else "")
+                   + "  (then again with --resume until done)",
         "runs": state["runs"], "epochs_done": len(state["history"]), "seconds": round(state["seconds"], 1),
-        "device": str(next(model.parameters()).device), "threads": torch.get_num_threads(), "torch": torch.__version__,
+        **machine, "threads": torch.get_num_threads(),
         "config": LM_CONFIG, "batch_size": args.batch_size, "max_len": args.max_len, "warmup": args.warmup,
         "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(vocab),
         "dev_perplexity": round(dev_ppl, 2), "test_perplexity": round(test_ppl, 2), "test_tokens": n_test,
@@ -573,6 +595,8 @@ def write_lm_record(args, state: dict, vocab: list, encoded: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from seqlab.hardware import add_device_argument
+
     parser = argparse.ArgumentParser(description="Train chapter 8's Transformers and write their checkpoints.")
     sub = parser.add_subparsers(dest="what", required=True)
     s = sub.add_parser("seq2seq", help="the encoder-decoder on a chapter-6 task")
@@ -588,7 +612,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--batch-size", type=int, default=64)
     s.add_argument("--lr", type=float, default=1e-3)
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--threads", type=int, default=1)
+    s.add_argument("--threads", type=int, default=1, help="torch CPU threads for a CPU run (default 1)")
+    s.add_argument("--train-pairs", type=int, default=0, help="only the first N training pairs (0: all; for tests)")
+    s.add_argument("--eval-pairs", type=int, default=0, help="score only the first N dev pairs (0: all; for tests)")
+    s.add_argument("--out-dir", type=Path, default=CHECKPOINTS, help="where ch08_TASK.pt and .json go")
+    add_device_argument(s)
     m = sub.add_parser("lm", help="the decoder-only language model of Brown")
     m.add_argument("--epochs", type=int, default=4)
     m.add_argument("--seed", type=int, default=0)
@@ -596,7 +624,9 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--batch-size", type=int, default=32)
     m.add_argument("--max-len", type=int, default=60)
     m.add_argument("--warmup", type=int, default=400)
-    m.add_argument("--threads", type=int, default=1)
+    m.add_argument("--threads", type=int, default=1, help="torch CPU threads for a CPU run (default 1)")
+    m.add_argument("--max-sentences", type=int, default=0, help="only the first N sentences of each split (for tests)")
+    add_device_argument(m)
     m.add_argument("--time-limit", type=float, default=math.inf, help="stop (resumably) after this many seconds")
     m.add_argument("--resume", action="store_true")
     m.add_argument("--state", type=Path, default=Path.home() / ".cache" / "seqlab" / "ch08_brown_transformer.state.pt")

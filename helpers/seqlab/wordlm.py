@@ -24,7 +24,9 @@ so the comparison measures the cell and nothing else. The committed checkpoints
     python -m seqlab.wordlm --cell rnn --epochs 2 --seed 0 --threads 1
 
 (the record's ``command`` names the epochs actually run; each epoch rewrites the checkpoint, when the
-dev perplexity improved, and the record).
+dev perplexity improved, and the record). ``--device cuda`` trains and scores on a GPU, the default when
+torch sees one; the record names the device, the CPU or GPU and torch's version, and the checkpoint holds
+CPU float16 weights that load anywhere.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ class WordRNN(nn.Module):
         recurrent = nn.LSTM if cell == "lstm" else nn.RNN  # nn.RNN's default nonlinearity is tanh
         self.recurrent = recurrent(embed, hidden, batch_first=True)
         self.drop = nn.Dropout(dropout)
-        cutoffs = [c for c in cutoffs if c < vocab_size]
+        # a vocabulary within the first cutoff (a tiny test run): one head and a one-token tail cluster
+        cutoffs = [c for c in cutoffs if c < vocab_size] or [max(1, vocab_size - 1)]
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(hidden, vocab_size, cutoffs=cutoffs, div_value=4.0)
 
     def hidden_states(self, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -197,16 +200,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads for a CPU run")
     parser.add_argument("--out", type=Path, default=None, help="default: the committed checkpoint of --cell")
+    parser.add_argument("--max-sentences", type=int, default=0, help="only the first N sentences of each split (for tests)")
+    from seqlab.hardware import add_device_argument, resolve_device
+
+    add_device_argument(parser)
     args = parser.parse_args(argv)
     args.out = args.out or CHECKPOINTS[args.cell]
     config = {**CONFIG, "cell": args.cell}
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = resolve_device(args.device)
     torch.manual_seed(args.seed)
-    data = brown_splits()
+    data = brown_splits({split: args.max_sentences for split in ("train", "dev", "test")} if args.max_sentences else None)
     vocab = brown_vocab(data["train"])
     encoded = {split: encode(s, vocab) for split, s in data.items()}
     model = WordRNN(len(vocab), **config).to(device)
@@ -232,14 +239,20 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def write_record(args, config: dict, epochs: int, vocab: list[str], encoded: dict, history: list, seconds: float, device) -> None:
-    model = load_checkpoint(len(vocab), path=args.out)  # what is shipped: float16 weights, best dev epoch so far
-    test_ppl, n_test = evaluate(model, encoded["test"])
-    dev_ppl, _ = evaluate(model, encoded["dev"])
+    """The record of the checkpoint on disk, scored on ``device``, the device it trained on."""
+    from seqlab.hardware import describe
+
+    # what is shipped: float16 weights, best dev epoch so far
+    model = load_checkpoint(len(vocab), path=args.out).to(device)
+    test_ppl, n_test = evaluate(model, encoded["test"], device=device)
+    dev_ppl, _ = evaluate(model, encoded["dev"], device=device)
     record = {
         "command": f"python -m seqlab.wordlm --cell {args.cell} --epochs {epochs} --seed {args.seed} --lr {args.lr}"
-                   + (f" --threads {args.threads}" if args.threads else ""),
-        "seed": args.seed, "epochs": epochs, "seconds": round(seconds, 1), "device": str(device),
-        "threads": torch.get_num_threads(), "torch": torch.__version__, "config": config,
+                   + (f" --threads {args.threads}" if args.threads else "")
+                   + (f" --device {device}" if getattr(args, "device", None) is not None else "")
+                   + (f" --max-sentences {args.max_sentences}" if getattr(args, "max_sentences", 0) else ""),
+        "seed": args.seed, "epochs": epochs, "seconds": round(seconds, 1), **describe(device),
+        "threads": torch.get_num_threads(), "config": config,
         "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(vocab),
         "dev_perplexity": round(dev_ppl, 2), "test_perplexity": round(test_ppl, 2), "test_tokens": n_test,
         "history": history, "bytes": args.out.stat().st_size,
