@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests
+from mistakes import GradedCells, mistake_tests, naming_tests
 
 CHAPTER = "05-word-embeddings"
 
@@ -443,6 +443,394 @@ class AvgOtherCorrect(nn.Module):
         return self.out(torch.stack(means))
 
 
+# ==== issue 25: the input classes the specification names (edge inputs, dtypes, options, in place, ties) ====
+
+# embedding_lookup
+
+def lookup_casts_to_float64(E, ids):
+    """The rows come back as float64 whatever E's dtype."""
+    return BASE["embedding_lookup"](np.asarray(E, dtype=np.float64), ids)
+
+
+def lookup_empty_ids_crash(E, ids):
+    """Checks the range with ids.min() even when there are no ids."""
+    ids = np.asarray(ids)
+    if ids.min() < 0 or ids.max() >= E.shape[0]:
+        raise ValueError("id out of range")
+    return E[ids]
+
+
+def lookup_too_large_is_index_error(E, ids):
+    """Guards only negative ids and lets numpy raise IndexError for id >= V (not the documented ValueError)."""
+    ids = np.asarray(ids)
+    if ids.size and ids.min() < 0:
+        raise ValueError("negative id")
+    return E[ids]
+
+
+def lookup_scalar_as_1d(E, ids):
+    """A single id (a 0-d array) gets a batch axis: shape (1, D) instead of (D,)."""
+    return BASE["embedding_lookup"](E, np.atleast_1d(ids))
+
+
+def lookup_wraps_ids_in_place(E, ids):
+    """Checks the range, then folds the caller's ids in place (ids %= V)."""
+    out = BASE["embedding_lookup"](E, ids)
+    if isinstance(ids, np.ndarray):
+        ids %= max(1, E.shape[0] - 1)
+    return out
+
+
+def lookup_other_correct_fancy(E, ids):
+    """Builds the index list by hand, keeps E's dtype."""
+    flat = [int(i) for i in np.ravel(ids)]
+    for i in flat:
+        if not 0 <= i < len(E):
+            raise ValueError(f"id {i} out of range")
+    rows = np.empty((len(flat), E.shape[1]), dtype=E.dtype)
+    for r, i in enumerate(flat):
+        rows[r] = E[i]
+    return rows.reshape(np.shape(ids) + (E.shape[1],))
+
+
+# cosine_similarity
+
+def cosine_scaled_by_max(M, v):
+    """Scales by the largest entry against overflow: crashes when M has no rows."""
+    M, v = np.asarray(M, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    scale = np.abs(M).max()
+    return BASE["cosine_similarity"](M / scale if scale > 0 else M, v)
+
+
+def cosine_epsilon(M, v):
+    """Adds an epsilon to the denominator instead of dividing only where it is positive."""
+    M, v = np.asarray(M, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    return (M @ v) / (np.linalg.norm(M, axis=1) * np.linalg.norm(v) + 1e-8)
+
+
+def cosine_returns_list(M, v):
+    """A list of Python floats instead of a float64 array."""
+    return [float(x) for x in BASE["cosine_similarity"](M, v)]
+
+
+def cosine_normalises_v_in_place(M, v):
+    """Normalises the caller's v in place (the cosines are still right)."""
+    if isinstance(v, np.ndarray) and v.dtype == np.float64:
+        n = np.linalg.norm(v)
+        if n > 0:
+            v /= n
+    return BASE["cosine_similarity"](M, v)
+
+
+def cosine_other_correct_clipped(M, v):
+    """Clips to [-1, 1] against rounding, and replaces zero lengths by 1."""
+    M = np.array(M, dtype=np.float64)
+    v = np.array(v, dtype=np.float64)
+    rows = np.linalg.norm(M, axis=1)
+    vn = np.linalg.norm(v)
+    rows[rows == 0] = 1.0
+    return np.clip((M @ v) / rows / (vn if vn > 0 else 1.0), -1.0, 1.0)
+
+
+# nearest_neighbours
+
+def neighbours_skip_first(word, words, E, k=10):
+    """Sorts every word and drops the first, assuming it is the query: wrong when another word ties with it."""
+    if word not in words:
+        raise KeyError(word)
+    s = cosine(E, E[words.index(word)])
+    order = np.argsort(-s, kind="stable")[1:k + 1]
+    return [(words[j], float(s[j])) for j in order]
+
+
+def neighbours_drop_cosine_one(word, words, E, k=10):
+    """Leaves out every word with cosine 1, not only the query itself."""
+    if word not in words:
+        raise KeyError(word)
+    s = cosine(E, E[words.index(word)])
+    order = [j for j in np.argsort(-s, kind="stable") if s[j] < 1 - 1e-9][:k]
+    return [(words[j], float(s[j])) for j in order]
+
+
+def neighbours_own_normalisation(word, words, E, k=10):
+    """Normalises E itself: a zero row becomes NaN and sorts last instead of at cosine 0."""
+    if word not in words:
+        raise KeyError(word)
+    i = words.index(word)
+    with np.errstate(all="ignore"):
+        U = E / np.linalg.norm(E, axis=1, keepdims=True)
+        s = U @ U[i]
+    s[i] = -np.inf
+    return [(words[j], float(s[j])) for j in np.argsort(-s, kind="stable")[:k]]
+
+
+def neighbours_default_k_5(word, words, E, k=5):
+    """The documented default k=10 became 5."""
+    return BASE["nearest_neighbours"](word, words, E, k)
+
+
+def neighbours_lists_not_tuples(word, words, E, k=10):
+    """[word, cosine] lists instead of (word, cosine) tuples."""
+    return [[w, c] for w, c in BASE["nearest_neighbours"](word, words, E, k)]
+
+
+def neighbours_removes_query_from_words(word, words, E, k=10):
+    """Takes the query out of the caller's list of words."""
+    if word not in words:
+        raise KeyError(word)
+    i = words.index(word)
+    s = cosine(np.delete(E, i, axis=0), E[i])
+    words.remove(word)
+    return [(words[j], float(s[j])) for j in np.argsort(-s, kind="stable")[:k]]
+
+
+def neighbours_normalises_E_in_place(word, words, E, k=10):
+    """Normalises the caller's E in place (the cosines do not change)."""
+    n = np.linalg.norm(E, axis=1, keepdims=True)
+    np.divide(E, n, out=E, where=n > 0)
+    return BASE["nearest_neighbours"](word, words, E, k)
+
+
+# solve_analogy
+
+def analogy_returns_index(a, b, c, words, E):
+    """The index of the answer instead of the word."""
+    return words.index(BASE["solve_analogy"](a, b, c, words, E))
+
+
+def analogy_value_error_for_a_b(a, b, c, words, E):
+    """Only c is checked; an unknown a or b raises list.index's ValueError."""
+    if c not in words:
+        raise KeyError(c)
+    words.index(a), words.index(b)
+    return BASE["solve_analogy"](a, b, c, words, E)
+
+
+def analogy_removes_inputs_from_words(a, b, c, words, E):
+    """Deletes a, b and c from the caller's list of words to exclude them."""
+    answer = BASE["solve_analogy"](a, b, c, words, E)
+    for w in (a, b, c):
+        words.remove(w)
+    return answer
+
+
+def analogy_normalises_E_in_place(a, b, c, words, E):
+    """Normalises the caller's E in place."""
+    n = np.linalg.norm(E, axis=1, keepdims=True)
+    np.divide(E, n, out=E, where=n > 0)
+    return BASE["solve_analogy"](a, b, c, words, E)
+
+
+def analogy_excludes_copies_of_inputs(a, b, c, words, E):
+    """Excludes every word with the same direction as a, b or c, not only a, b and c themselves."""
+    idx = {w: i for i, w in enumerate(words)}
+    for w in (a, b, c):
+        if w not in idx:
+            raise KeyError(w)
+    U = _unit(E)
+    s = cosine(U, U[idx[b]] - U[idx[a]] + U[idx[c]])
+    for w in (a, b, c):
+        s[cosine(U, U[idx[w]]) > 1 - 1e-9] = -np.inf
+    return words[int(np.argmax(s))]
+
+
+def analogy_nan_zero_row(a, b, c, words, E):
+    """Divides by the row lengths without a guard: a zero row is NaN, and np.argmax picks the first NaN."""
+    idx = {w: i for i, w in enumerate(words)}
+    for w in (a, b, c):
+        if w not in idx:
+            raise KeyError(w)
+    with np.errstate(all="ignore"):
+        U = np.asarray(E, dtype=np.float64) / np.linalg.norm(E, axis=1, keepdims=True)
+        t = U[idx[b]] - U[idx[a]] + U[idx[c]]
+        s = U @ t / np.linalg.norm(t)
+    s[[idx[a], idx[b], idx[c]]] = -np.inf
+    return words[int(np.argmax(s))]
+
+
+def analogy_other_correct_raw_rows(a, b, c, words, E):
+    """Scores the raw rows by cosine (the cosine ignores their lengths), keeps a dict of indices."""
+    idx = {w: i for i, w in enumerate(words)}
+    missing = [w for w in (a, b, c) if w not in idx]
+    if missing:
+        raise KeyError(missing[0])
+    U = _unit(E)
+    s = cosine(np.asarray(E, dtype=np.float64), U[idx[b]] - U[idx[a]] + U[idx[c]])
+    s[[idx[a], idx[b], idx[c]]] = -np.inf
+    return words[int(np.argmax(s))]
+
+
+# skipgram_pairs
+
+def pairs_empty_float(sentences, window):
+    """No dtype: int64 when there are pairs, float64 when there are none."""
+    out = [(s[i], s[j]) for s in map(list, sentences) for i in range(len(s))
+           for j in range(max(0, i - window), min(len(s), i + window + 1)) if j != i]
+    return np.array(out).reshape(-1, 2)
+
+
+def pairs_keep_input_dtype(sentences, window):
+    """Keeps the sentences' integer dtype (int32 stays int32) instead of int64."""
+    chunks = []
+    for s in sentences:
+        s = np.asarray(s)
+        for d in range(1, window + 1):
+            if d < len(s):
+                chunks += [np.stack([s[:-d], s[d:]], 1), np.stack([s[d:], s[:-d]], 1)]
+    return np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
+
+
+def pairs_consumes_sentences(sentences, window):
+    """Pops the sentences off the caller's list."""
+    out = []
+    while sentences:
+        out.append(BASE["skipgram_pairs"]([sentences.pop(0)], window))
+    return np.concatenate(out) if out else np.zeros((0, 2), dtype=np.int64)
+
+
+def pairs_deduplicated(sentences, window):
+    """A set of pairs: a pair that occurs twice counts once."""
+    got = {tuple(p) for p in BASE["skipgram_pairs"](sentences, window).tolist()}
+    return np.array(sorted(got), dtype=np.int64).reshape(-1, 2)
+
+
+def pairs_empty_sentence_crash(sentences, window):
+    """np.stack on each sentence's offsets: an empty sentence breaks it."""
+    chunks = []
+    for s in sentences:
+        s = np.asarray(s, dtype=np.int64)
+        idx = np.arange(len(s))
+        off = idx[:, None] - idx[None, :]
+        keep = (np.abs(off) <= window) & (off != 0)
+        i, j = np.nonzero(keep)
+        chunks.append(np.stack([s[i], s[j]], 1))
+        if len(s) == 0:
+            raise ValueError("need at least one array to stack")
+    return np.concatenate(chunks).astype(np.int64)
+
+
+# subsample_keep_prob
+
+def keep_float32(counts, t=1e-3):
+    """Computes and returns float32."""
+    c = np.asarray(counts, dtype=np.float32)
+    return BASE["subsample_keep_prob"](c, t).astype(np.float32)
+
+
+def keep_default_t(counts, t=1e-5):
+    """The documented default t=1e-3 became 1e-5."""
+    return BASE["subsample_keep_prob"](counts, t)
+
+
+def keep_zero_counts_in_place(counts, t=1e-3):
+    """Replaces zero counts by 1 in the caller's array to avoid dividing by zero."""
+    counts = np.asarray(counts)
+    zero = counts == 0
+    counts[zero] = 1
+    out = BASE["subsample_keep_prob"](counts, t)
+    out[zero] = 1.0
+    return out
+
+
+def keep_returns_list(counts, t=1e-3):
+    """A list of floats instead of a float64 array."""
+    return [float(x) for x in BASE["subsample_keep_prob"](counts, t)]
+
+
+# negative_distribution, draw_negatives
+
+def distribution_in_place(counts, power=0.75):
+    """Raises float counts to the power in the caller's array (np.asarray does not copy)."""
+    c = np.asarray(counts, dtype=np.float64)
+    c **= power
+    return c / c.sum()
+
+
+def distribution_float32(counts, power=0.75):
+    """Computes and returns float32."""
+    c = np.asarray(counts, dtype=np.float32) ** np.float32(power)
+    return c / c.sum()
+
+
+def draw_int32(probs, n, k, rng):
+    """Returns rng.choice's ids as int32."""
+    return rng.choice(len(probs), size=(n, k), p=probs).astype(np.int32)
+
+
+def draw_other_correct_flat(probs, n, k, rng):
+    """Draws n * k ids at once and reshapes: the same stream of numbers."""
+    return rng.choice(len(probs), size=n * k, p=probs).reshape(n, k).astype(np.int64)
+
+
+# sgns_loss_and_grads
+
+def sgns_naive_sigmoid(v_c, u_o, U_neg):
+    """A stable loss but sigma(x) = 1 / (1 + exp(-x)), which overflows for large |x|."""
+    loss, _ = BASE["sgns_loss_and_grads"](v_c, u_o, U_neg)
+    B = v_c.shape[0]
+    s_o, s_n = np.einsum("bd,bd->b", u_o, v_c), np.einsum("bkd,bd->bk", U_neg, v_c)
+    g_o, g_n = (1 / (1 + np.exp(-s_o)) - 1) / B, 1 / (1 + np.exp(-s_n)) / B
+    return loss, {"v_c": g_o[:, None] * u_o + np.einsum("bk,bkd->bd", g_n, U_neg),
+                  "u_o": g_o[:, None] * v_c, "U_neg": g_n[:, :, None] * v_c[:, None, :]}
+
+
+def sgns_log1p_exp(v_c, u_o, U_neg):
+    """-log sigma(x) as log1p(exp(-x)): exp overflows for x = -800."""
+    _, grads = BASE["sgns_loss_and_grads"](v_c, u_o, U_neg)
+    s_o, s_n = np.einsum("bd,bd->b", u_o, v_c), np.einsum("bkd,bd->bk", U_neg, v_c)
+    return float((np.log1p(np.exp(-s_o)).sum() + np.log1p(np.exp(s_n)).sum()) / v_c.shape[0]), grads
+
+
+def sgns_scales_v_c_in_place(v_c, u_o, U_neg):
+    """Right values, then rescales the caller's v_c in place (a buffer reused for the gradient)."""
+    loss, grads = BASE["sgns_loss_and_grads"](v_c, u_o, U_neg)
+    v_c *= 0.5
+    return loss, grads
+
+
+def sgns_first_negative_only(v_c, u_o, U_neg):
+    """The gradient of U_neg only for the first negative of each pair; the others get zeros."""
+    loss, grads = BASE["sgns_loss_and_grads"](v_c, u_o, U_neg)
+    grads["U_neg"][:, 1:] = 0.0
+    return loss, grads
+
+
+def sgns_grads_float32(v_c, u_o, U_neg):
+    """The gradients come back float32."""
+    loss, grads = BASE["sgns_loss_and_grads"](v_c, u_o, U_neg)
+    return loss, {k: g.astype(np.float32) for k, g in grads.items()}
+
+
+# AveragedEmbeddingClassifier
+
+class AvgNoGraph(_AvgBase):
+    """The forward pass runs under torch.no_grad(): no autograd graph, nothing can be trained."""
+
+    def forward(self, ids, lengths):
+        with torch.no_grad():
+            mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).float()
+            return self.out((self.embed(ids) * mask[:, :, None]).sum(1) / lengths[:, None])
+
+
+class AvgPaddingIdsInPlace(_AvgBase):
+    """Sets the caller's padding ids to 0 in place before the (right) masked mean."""
+
+    def forward(self, ids, lengths):
+        mask = torch.arange(ids.shape[1])[None, :] < lengths[:, None]
+        ids[~mask] = 0
+        m = mask.float()
+        return self.out((self.embed(ids) * m[:, :, None]).sum(1) / lengths[:, None])
+
+
+class AvgLengthsOffByOne(_AvgBase):
+    """Counts the position lengths[b] as a word too (<= instead of <)."""
+
+    def forward(self, ids, lengths):
+        mask = (torch.arange(ids.shape[1])[None, :] <= lengths[:, None]).float()
+        return self.out((self.embed(ids) * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True))
+
+
+
 WRONG = [
     ("embedding_lookup_tests", "embedding_lookup", lookup_hardcoded),
     ("embedding_lookup_tests", "embedding_lookup", lookup_negative_ids_wrap),
@@ -485,7 +873,49 @@ WRONG = [
     ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgOverPadding),
     ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgSum),
     ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgNotFrozen),
-    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgHardcoded),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgHardcoded),    # issue 25: the input classes the specification names
+    ("embedding_lookup_tests", "embedding_lookup", lookup_casts_to_float64),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_empty_ids_crash),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_too_large_is_index_error),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_scalar_as_1d),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_wraps_ids_in_place),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_scaled_by_max),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_epsilon),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_returns_list),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_normalises_v_in_place),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_skip_first),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_drop_cosine_one),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_own_normalisation),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_default_k_5),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_lists_not_tuples),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_removes_query_from_words),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_normalises_E_in_place),
+    ("solve_analogy_tests", "solve_analogy", analogy_returns_index),
+    ("solve_analogy_tests", "solve_analogy", analogy_value_error_for_a_b),
+    ("solve_analogy_tests", "solve_analogy", analogy_removes_inputs_from_words),
+    ("solve_analogy_tests", "solve_analogy", analogy_normalises_E_in_place),
+    ("solve_analogy_tests", "solve_analogy", analogy_excludes_copies_of_inputs),
+    ("solve_analogy_tests", "solve_analogy", analogy_nan_zero_row),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_empty_float),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_keep_input_dtype),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_consumes_sentences),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_deduplicated),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_empty_sentence_crash),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_float32),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_default_t),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_zero_counts_in_place),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_returns_list),
+    ("negative_sampling_tests", "negative_distribution", distribution_in_place),
+    ("negative_sampling_tests", "negative_distribution", distribution_float32),
+    ("negative_sampling_tests", "draw_negatives", draw_int32),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_naive_sigmoid),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_log1p_exp),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_scales_v_c_in_place),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_first_negative_only),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_grads_float32),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgNoGraph),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgPaddingIdsInPlace),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgLengthsOffByOne),
 ]
 
 RIGHT = [
@@ -497,8 +927,53 @@ RIGHT = [
     ("subsample_keep_prob_tests", {"subsample_keep_prob": keep_other_correct}),
     ("negative_sampling_tests", {"negative_distribution": distribution_other_correct, "draw_negatives": draw_other_correct}),
     ("sgns_loss_and_grads_tests", {"sgns_loss_and_grads": sgns_other_correct}),
-    ("AveragedEmbeddingClassifier_tests", {"AveragedEmbeddingClassifier": AvgOtherCorrect}),
+    ("AveragedEmbeddingClassifier_tests", {"AveragedEmbeddingClassifier": AvgOtherCorrect}),    ("embedding_lookup_tests", {"embedding_lookup": lookup_other_correct_fancy}),
+    ("cosine_similarity_tests", {"cosine_similarity": cosine_other_correct_clipped}),
+    ("solve_analogy_tests", {"solve_analogy": analogy_other_correct_raw_rows}),
+    ("negative_sampling_tests", {"draw_negatives": draw_other_correct_flat}),
 ]
 
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
+
+
+# ---- the classes of issue 25 are caught by a check message that names them ----------------------
+
+HIDDEN = [
+    ("embedding_lookup_tests", "embedding_lookup", lookup_casts_to_float64, "dtype"),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_empty_ids_crash, "no ids"),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_too_large_is_index_error, "one past the last row"),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_scalar_as_1d, "single id"),
+    ("embedding_lookup_tests", "embedding_lookup", lookup_wraps_ids_in_place, "in place"),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_scaled_by_max, "0 rows"),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_returns_list, "numpy array"),
+    ("cosine_similarity_tests", "cosine_similarity", cosine_normalises_v_in_place, "in place"),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_skip_first, "twin"),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_drop_cosine_one, "twin"),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_own_normalisation, "zero vector"),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_default_k_5, "k is not given"),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_lists_not_tuples, "tuples"),
+    ("nearest_neighbours_tests", "nearest_neighbours", neighbours_normalises_E_in_place, "in place"),
+    ("solve_analogy_tests", "solve_analogy", analogy_value_error_for_a_b, "KeyError"),
+    ("solve_analogy_tests", "solve_analogy", analogy_normalises_E_in_place, "in place"),
+    ("solve_analogy_tests", "solve_analogy", analogy_excludes_copies_of_inputs, "copy of c"),
+    ("solve_analogy_tests", "solve_analogy", analogy_nan_zero_row, "zero vector"),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_empty_float, "dtype"),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_keep_input_dtype, "int32"),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_consumes_sentences, "in place"),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_deduplicated, "no set"),
+    ("skipgram_pairs_tests", "skipgram_pairs", pairs_empty_sentence_crash, "no pairs"),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_zero_count_nan, "count of 0"),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_float32, "dtype"),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_default_t, "defaults to 1e-3"),
+    ("subsample_keep_prob_tests", "subsample_keep_prob", keep_zero_counts_in_place, "in place"),
+    ("negative_sampling_tests", "negative_distribution", distribution_in_place, "in place"),
+    ("negative_sampling_tests", "draw_negatives", draw_int32, "dtype"),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_naive_sigmoid, "overflow"),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_log1p_exp, "overflow"),
+    ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_grads_float32, "float64"),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgNoGraph, "autograd graph"),
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgPaddingIdsInPlace, "in place"),
+]
+
+*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
