@@ -470,6 +470,30 @@ def test_a_course_object_written_back_keeps_its_own_fields():
     assert vars(mine) == {"seen": {"a": 2}}
 
 
+def arrays_and_tensors() -> list:
+    import torch
+
+    grid = np.arange(12, dtype=np.int32).reshape(3, 4)
+    return [np.array(2), np.array(2.5, dtype=np.float32), np.array(True), np.zeros((0, 3)), np.zeros((2, 0, 1)),
+            grid.T, grid[:, ::2], np.float64(1.5) * np.ones((1, 1, 1)), torch.tensor(3.0), torch.tensor([[1, 2]]).T,
+            torch.zeros(0, 4, dtype=torch.float64), torch.tensor(1.0, dtype=torch.bfloat16)]
+
+
+@pytest.mark.parametrize("value", arrays_and_tensors(), ids=lambda v: f"{type(v).__name__}{tuple(v.shape)}-{v.dtype}")
+def test_an_array_or_tensor_arrives_with_its_own_shape_dtype_and_values(value):
+    """What a test passes the student's code arrives as it was: a 0-d array once arrived as shape (1,), and a
+    correct embedding_lookup(E, np.array(2)) returned (1, D) instead of (D,)."""
+    import torch
+    from wire import Codec
+
+    sent = Codec("s").decode(json.loads(json.dumps(Codec("t").encode(value))))
+    assert type(sent) is type(value) and sent.dtype == value.dtype and tuple(sent.shape) == tuple(value.shape)
+    if isinstance(value, torch.Tensor):
+        assert torch.equal(sent, value)
+    else:
+        assert np.array_equal(sent, value)
+
+
 # -- 2. frames: depth and size limits, in every reader -----------------------------------------------------
 
 def test_json_too_deep_or_too_large_is_a_wire_error_never_a_recursion_error():

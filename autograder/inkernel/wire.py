@@ -353,7 +353,7 @@ class Codec:
         if isinstance(value, np.ndarray):
             array = np.asarray(value)
             if array.dtype.kind in NUMPY_KINDS and array.dtype.fields is None:
-                array = np.ascontiguousarray(array)
+                array = array if array.flags.c_contiguous else array.copy(order="C")  # (ascontiguousarray makes a 0-d array 1-d)
                 return {"$": "nd", "dtype": array.dtype.str, "shape": list(array.shape), "v": _b64(array.tobytes())}
             if array.dtype.kind == "O":
                 return {"$": "ndobj", "shape": list(array.shape), "v": [self.encode(x, d) for x in array.ravel().tolist()]}
