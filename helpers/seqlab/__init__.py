@@ -13,6 +13,7 @@ One module a purpose; notebooks import from here, never the other way round:
 - ``seqlab.name_ablation`` -- which of the surname classifier's tricks matter, seeded over several runs (chapter 3)
 - ``seqlab.gradflow`` -- how gradients flow back through RNN, GRU and LSTM cells, and its widget
 - ``seqlab.train``    -- a training loop with a progress bar and a live loss plot
+- ``seqlab.hardware`` -- which device torch computes on (``use_device``, ``--device``) and what a record says of the machine
 - ``seqlab.adding``   -- the adding problem, a long-range task for RNN, GRU and LSTM (chapter 4)
 - ``seqlab.wordlm``   -- word-level LSTM and tanh-RNN language models of Brown on chapter 1's split, and their checkpoints (chapter 4)
 - ``seqlab.dates``    -- dates in many forms to ISO, and numbers to words (chapters 6-8)
