@@ -11,11 +11,12 @@ import math
 from collections import Counter
 from functools import reduce
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests
+from mistakes import GradedCells, mistake_tests, naming_tests
 
 CHAPTER = "06-seq2seq-beam-search-bleu"
 
@@ -541,6 +542,466 @@ def bleu_other_correct(candidates, references, max_n=4):
     return 100.0 * min(1.0, math.exp(1 - r / c)) * math.exp(log_sum / max_n)
 
 
+# ==== issue 25: the input classes the specification names (edge inputs, dtypes, options, in place, ties) ====
+
+# make_batch
+
+def batch_lengths_as_lists(sources, targets):
+    """The lengths come back as Python lists, not tensors."""
+    out = BASE["make_batch"](sources, targets)
+    return {**out, "src_lengths": out["src_lengths"].tolist(), "tgt_lengths": out["tgt_lengths"].tolist()}
+
+
+def batch_pads_sources_in_place(sources, targets):
+    """Pads the caller's source lists with PAD in place (then builds the right tensors from them)."""
+    S = max(map(len, sources))
+    lengths = [len(s) for s in sources]
+    for s in sources:
+        s.extend([PAD] * (S - len(s)))
+    out = BASE["make_batch"]([s[:n] for s, n in zip(sources, lengths)], targets)
+    return out
+
+
+def batch_pad_sequence_float_when_empty(sources, targets):
+    """Builds the target rows with pad_sequence of torch.tensor(t): a batch of empty targets is float32."""
+    pad = lambda rows: nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=PAD)  # noqa: E731
+    tgt = [torch.tensor(t) for t in targets]  # an empty list gives a float32 tensor
+    out = BASE["make_batch"](sources, targets)
+    if all(len(t) == 0 for t in targets):
+        out["tgt_in"] = pad([torch.cat([torch.tensor([float(BOS)]), t]) for t in tgt])
+        out["tgt_out"] = pad([torch.cat([t, torch.tensor([float(EOS)])]) for t in tgt])
+    return out
+
+
+def batch_width_from_first_source(sources, targets):
+    """S = len(sources[0]): right when the first source is the longest (the visible example)."""
+    S = len(sources[0])
+    out = BASE["make_batch"](sources, targets)
+    out["src"] = torch.stack([torch.tensor((list(s) + [PAD] * S)[:S], dtype=torch.long) for s in sources])
+    return out
+
+
+# Encoder
+
+class EncoderNoGraph(_EncoderBase):
+    """The forward pass runs under torch.no_grad(): s_0 carries no autograd graph, nothing can be trained."""
+
+    def forward(self, src, src_lengths):
+        with torch.no_grad():
+            h_n = self.final_states(src, src_lengths)
+            return torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], dim=1)))
+
+
+class EncoderSqueeze(_EncoderBase):
+    """.squeeze() at the end: a batch of one source gives shape (H,) instead of (1, H)."""
+
+    def forward(self, src, src_lengths):
+        h_n = self.final_states(src, src_lengths)
+        return torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], dim=1))).squeeze()
+
+
+class EncoderSortedNotRestored(_EncoderBase):
+    """Sorts the batch by length for enforce_sorted=True and forgets to put the rows back in order."""
+
+    def forward(self, src, src_lengths):
+        lengths, order = src_lengths.sort(descending=True)
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src[order]), lengths.cpu(), batch_first=True)
+        h_n = self.rnn(packed)[1]
+        return torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], dim=1)))
+
+
+class EncoderReversesSrcInPlace(_EncoderBase):
+    """Reverses each source's real tokens in the caller's src (a 'Sutskever trick'), reads the right states."""
+
+    def forward(self, src, src_lengths):
+        h_n = self.final_states(src, src_lengths)
+        for b, n in enumerate(src_lengths.tolist()):
+            src[b, :n] = src[b, :n].flip(0)
+        return torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], dim=1)))
+
+
+# Decoder
+
+class DecoderDetachesState(_DecoderBase):
+    """Detaches the new state: no gradient flows back through time to earlier steps or the encoder."""
+
+    def forward(self, prev, state):
+        state = self.cell(self.embed(prev), state)
+        return self.out(state), state.detach()
+
+
+class DecoderNoPaddingIdx(nn.Module):
+    """nn.Embedding without padding_idx=PAD: the PAD row is a trained vector."""
+
+    def __init__(self, n_tgt, embed_size, hidden_size):
+        super().__init__()
+        self.embed = nn.Embedding(n_tgt, embed_size)
+        self.cell = nn.GRUCell(embed_size, hidden_size)
+        self.out = nn.Linear(hidden_size, n_tgt)
+
+    def forward(self, prev, state):
+        state = self.cell(self.embed(prev), state)
+        return self.out(state), state
+
+
+class DecoderSqueeze(_DecoderBase):
+    """.squeeze() on the logits: a batch of one gives shape (V,) instead of (1, V)."""
+
+    def forward(self, prev, state):
+        state = self.cell(self.embed(prev), state)
+        return self.out(state).squeeze(), state
+
+
+class DecoderUpdatesStateInPlace(_DecoderBase):
+    """Writes the new state into the caller's state tensor (state.copy_(new)) and returns it."""
+
+    def forward(self, prev, state):
+        new = self.cell(self.embed(prev), state)
+        with torch.no_grad():
+            state.copy_(new)
+        return self.out(new), new
+
+
+# seq2seq_logits
+
+def logits_float32_buffer(encoder, decoder, src, src_lengths, tgt_in):
+    """Fills a float32 buffer torch.zeros(B, T, V): float64 logits come back float32."""
+    state, out = encoder(src, src_lengths), None
+    for t in range(tgt_in.shape[1]):
+        logits, state = decoder(tgt_in[:, t], state)
+        if out is None:
+            out = torch.zeros(tgt_in.shape[0], tgt_in.shape[1], logits.shape[1])
+        out[:, t] = logits
+    return out
+
+
+def logits_squeeze(encoder, decoder, src, src_lengths, tgt_in):
+    """.squeeze() on the stacked logits: B = 1 or T = 1 loses an axis."""
+    return BASE["seq2seq_logits"](encoder, decoder, src, src_lengths, tgt_in).squeeze()
+
+
+def logits_consumes_tgt_in(encoder, decoder, src, src_lengths, tgt_in):
+    """Clears each column of the caller's tgt_in after feeding it."""
+    state, steps = encoder(src, src_lengths), []
+    for t in range(tgt_in.shape[1]):
+        logits, state = decoder(tgt_in[:, t].clone(), state)
+        steps.append(logits)
+        tgt_in[:, t] = PAD
+    return torch.stack(steps, dim=1)
+
+
+def logits_detached(encoder, decoder, src, src_lengths, tgt_in):
+    """Stacks detached logits: no autograd graph, nothing can be trained."""
+    return BASE["seq2seq_logits"](encoder, decoder, src, src_lengths, tgt_in).detach()
+
+
+# masked_cross_entropy
+
+def loss_pad_to_ignore_in_place(logits, targets, pad_id=PAD):
+    """Replaces pad_id by -100 in the caller's targets to use F.cross_entropy's default ignore_index."""
+    targets[targets == pad_id] = -100
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def loss_float32(logits, targets, pad_id=PAD):
+    """Computes in float32: float64 logits give a float32 loss."""
+    return BASE["masked_cross_entropy"](logits.float(), targets, pad_id)
+
+
+def loss_no_graph(logits, targets, pad_id=PAD):
+    """Returns a new tensor of the value: no autograd graph, no gradient."""
+    return torch.tensor(BASE["masked_cross_entropy"](logits, targets, pad_id).item(), dtype=logits.dtype)
+
+
+def loss_shifted_again(logits, targets, pad_id=PAD):
+    """Shifts logits and targets by one once more (as for a language model): tgt_out is already shifted."""
+    V = logits.shape[-1]
+    return F.cross_entropy(logits[:, :-1].reshape(-1, V), targets[:, 1:].reshape(-1), ignore_index=pad_id)
+
+
+def loss_first_position_detached(logits, targets, pad_id=PAD):
+    """Right value, but the first position's logits are detached: no gradient there."""
+    logits = torch.cat([logits[:, :1].detach(), logits[:, 1:]], dim=1)
+    return BASE["masked_cross_entropy"](logits, targets, pad_id)
+
+
+# greedy_decode
+
+def greedy_ints_as_tensors(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    """The tokens are 0-d tensors (prev[b]) instead of ints."""
+    prev, out, done = torch.full((batch_size,), bos), [[] for _ in range(batch_size)], [False] * batch_size
+    for _ in range(max_len):
+        log_probs, state = step(prev, state)
+        prev = log_probs.argmax(-1)
+        for b in range(batch_size):
+            if not done[b]:
+                if int(prev[b]) == eos:
+                    done[b] = True
+                else:
+                    out[b].append(prev[b])
+        if all(done):
+            break
+    return out
+
+
+def greedy_calls_before_checking(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    """A do-while loop: step is called once even when max_len = 0."""
+    return BASE["greedy_decode"](step, state, batch_size, max(max_len, 1), bos, eos)
+
+
+def greedy_ignores_eos_argument(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    """Stops at the constant EOS, not at the eos it was given."""
+    return BASE["greedy_decode"](step, state, batch_size, max_len, bos, EOS)
+
+
+def greedy_ignores_bos_argument(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    """Starts from the constant BOS, not from the bos it was given."""
+    return BASE["greedy_decode"](step, state, batch_size, max_len, BOS, eos)
+
+
+def greedy_float_prev(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    """prev = torch.ones(B) * bos: a float32 tensor, which an nn.Embedding refuses."""
+    prev, out, done = torch.ones(batch_size) * bos, [[] for _ in range(batch_size)], [False] * batch_size
+    for _ in range(max_len):
+        log_probs, state = step(prev, state)
+        prev = log_probs.argmax(-1)
+        for b in range(batch_size):
+            if not done[b]:
+                if int(prev[b]) == eos:
+                    done[b] = True
+                else:
+                    out[b].append(int(prev[b]))
+        if all(done):
+            break
+    return out
+
+
+def greedy_updates_state_in_place(step, state, batch_size, max_len, bos=BOS, eos=EOS):
+    """Copies each new state into the caller's state tensor."""
+    def stepper(prev, s):
+        log_probs, new = step(prev, s)
+        state.copy_(new)
+        return log_probs, new
+    return BASE["greedy_decode"](stepper, state, batch_size, max_len, bos, eos)
+
+
+# beam_search
+
+def beam_tensors_not_lists(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    """Tokens as a tensor and scores as 0-d tensors, not a list of ints and floats."""
+    return [(torch.tensor(t, dtype=torch.long), torch.tensor(lp, dtype=torch.float64), torch.tensor(s, dtype=torch.float64))
+            for t, lp, s in BASE["beam_search"](step, state, beam_width, max_len, alpha, bos, eos)]
+
+
+def beam_width_above_vocabulary(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    """torch.topk(total, beam_width) without min(beam_width, total.numel()): a wide beam crashes at the first step."""
+    probe, _ = step(torch.tensor([bos]), state)
+    if beam_width > probe.numel():
+        torch.topk(probe.reshape(-1), beam_width)
+    return BASE["beam_search"](step, state, beam_width, max_len, alpha, bos, eos)
+
+
+def beam_ignores_eos_argument(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    """Finishes hypotheses at the constant EOS, not at the eos it was given."""
+    return BASE["beam_search"](step, state, beam_width, max_len, alpha, bos, EOS)
+
+
+def beam_ignores_bos_argument(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    """Starts from the constant BOS."""
+    return BASE["beam_search"](step, state, beam_width, max_len, alpha, BOS, eos)
+
+
+def beam_updates_state_in_place(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    """Writes the first step's new state into the caller's state."""
+    first = [True]
+
+    def stepper(prev, s):
+        log_probs, new = step(prev, s)
+        if first[0] and int(prev[0]) != bos:
+            state.copy_(new[:1])
+            first[0] = False
+        return log_probs, new
+    return BASE["beam_search"](stepper, state, beam_width, max_len, alpha, bos, eos)
+
+
+def beam_state_not_reordered(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    """Repeats the first row's state for every live hypothesis instead of taking state[parents]."""
+    def stepper(prev, s):
+        log_probs, new = step(prev, s)
+        return log_probs, new[:1].expand(len(prev) * beam_width, *new.shape[1:]).clone()
+    return BASE["beam_search"](stepper, state, beam_width, max_len, alpha, bos, eos)
+
+
+def beam_other_correct_per_hypothesis(step, state, beam_width, max_len, alpha=0.0, bos=BOS, eos=EOS):
+    """Calls step once per live hypothesis (slower, same result), candidates sorted by a Python key."""
+    live, done = [([], 0.0, state)], []
+    for _ in range(max_len):
+        cands = []
+        for toks, lp, s in live:
+            out, new = step(torch.tensor([toks[-1] if toks else bos], dtype=torch.long), s)
+            row = out[0].double().tolist()
+            cands += [(lp + v, toks, w, new) for w, v in enumerate(row)]
+        cands.sort(key=lambda c: -c[0])
+        live = []
+        for lp, toks, w, new in cands[:beam_width]:
+            if w == eos:
+                done.append((list(toks), float(lp), float(lp) / (len(toks) + 1) ** alpha))
+            else:
+                live.append((toks + [w], lp, new))
+        if not live:
+            break
+    else:
+        done += [(list(t), float(lp), float(lp) / max(len(t), 1) ** alpha) for t, lp, _ in live]
+    return sorted(done, key=lambda h: -h[2])
+
+
+# attribute_error
+
+def attribution_ties_to_search(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    """'search' when the scores are equal (>= instead of >)."""
+    if list(reference) == list(prediction):
+        return "correct"
+    a, b = (_score(step, state, y, alpha, bos, eos) for y in (reference, prediction))
+    return "search" if a >= b else "model"
+
+
+def attribution_appends_eos_in_place(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    """Appends eos to the caller's lists to score them, and leaves it there."""
+    if list(reference) == list(prediction):
+        return "correct"
+    reference.append(eos)
+    prediction.append(eos)
+    a, b = (_score(step, state, y[:-1], alpha, bos, eos) for y in (reference, prediction))
+    return "search" if a > b else "model"
+
+
+def attribution_compares_without_list(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    """reference == prediction without list(): a tuple never equals a list, so a right answer is scored."""
+    if reference == prediction:
+        return "correct"
+    a, b = (_score(step, state, y, alpha, bos, eos) for y in (reference, prediction))
+    return "search" if a > b else "model"
+
+
+def attribution_ignores_eos_argument(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    """Scores the end with the constant EOS."""
+    return BASE["attribute_error"](step, state, reference, prediction, alpha, bos, EOS)
+
+
+def attribution_ignores_bos_argument(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    """Starts from the constant BOS."""
+    return BASE["attribute_error"](step, state, reference, prediction, alpha, BOS, eos)
+
+
+def attribution_second_from_end_state(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    """Scores the prediction from the state where the reference's scoring ended, not from the given state."""
+    if list(reference) == list(prediction):
+        return "correct"
+    s, prev, a = state, torch.tensor([bos]), 0.0
+    for token in list(reference) + [eos]:
+        log_probs, s = step(prev, s)
+        a += float(log_probs[0, token])
+        prev = torch.tensor([token])
+    b = _score(step, s, prediction, alpha, bos, eos)
+    return "search" if a / (len(reference) + 1) ** alpha > b else "model"
+
+
+def attribution_changes_state_in_place(step, state, reference, prediction, alpha=0.0, bos=BOS, eos=EOS):
+    """Right answer, then leaves the last step's state in the caller's state tensor."""
+    answer = BASE["attribute_error"](step, state, reference, prediction, alpha, bos, eos)
+    _, new = step(torch.tensor([eos]), state)
+    state.copy_(new)
+    return answer
+
+
+# clipped_precision
+
+def precision_returns_floats(candidate, references, n):
+    """(2.0, 7.0): floats instead of ints."""
+    m, t = BASE["clipped_precision"](candidate, references, n)
+    return float(m), float(t)
+
+
+def precision_sorts_references_in_place(candidate, references, n):
+    """Sorts the caller's references by length (longest first, to clip at the longest one's counts)."""
+    references.sort(key=len, reverse=True)
+    return BASE["clipped_precision"](candidate, references, n)
+
+
+def precision_pads_candidate_in_place(candidate, references, n):
+    """Pads a candidate shorter than n with '' in the caller's list."""
+    short = len(candidate) < n
+    if short:
+        candidate.extend([""] * (n - len(candidate)))
+        return 0, 0
+    return BASE["clipped_precision"](candidate, references, n)
+
+
+# corpus_bleu
+
+def bleu_divides_before_checking(candidates, references, max_n=4):
+    """p_n = matches / totals before the zero check: ZeroDivisionError when an order has no n-gram."""
+    m, t, c, r = _stats(candidates, references, max_n)
+    p = [a / b for a, b in zip(m, t)]
+    if c == 0 or min(p) == 0:
+        return 0.0
+    return 100 * (1.0 if c > r else math.exp(1 - r / c)) * math.exp(sum(map(math.log, p)) / max_n)
+
+
+def bleu_brevity_before_checking(candidates, references, max_n=4):
+    """The brevity penalty exp(1 - r/c) before the check c == 0: ZeroDivisionError for empty outputs."""
+    m, t, c, r = _stats(candidates, references, max_n)
+    bp = 1.0 if c > r else math.exp(1 - r / c)
+    if min(m) == 0:
+        return 0.0
+    return 100 * bp * math.exp(sum(math.log(a / b) for a, b in zip(m, t)) / max_n)
+
+
+def bleu_sorts_references_in_place(candidates, references, max_n=4):
+    """Sorts each sentence's references in place, closest length first, to find r."""
+    for cand, refs in zip(candidates, references):
+        refs.sort(key=lambda x: (abs(len(x) - len(cand)), len(x)))
+    return BASE["corpus_bleu"](candidates, references, max_n)
+
+
+def bleu_rounded(candidates, references, max_n=4):
+    """The score rounded to 2 decimals, as sacrebleu prints it."""
+    return round(BASE["corpus_bleu"](candidates, references, max_n), 2)
+
+
+def bleu_epsilon_smoothing(candidates, references, max_n=4):
+    """Smooths a zero precision to 0.1 / totals (sacrebleu's 'floor'), though the spec says no smoothing."""
+    m, t, c, r = _stats(candidates, references, max_n)
+    if c == 0:
+        return 0.0
+    p = [(a if a else 0.1) / max(b, 1) for a, b in zip(m, t)]
+    return 100 * (1.0 if c > r else math.exp(1 - r / c)) * math.exp(sum(map(math.log, p)) / max_n)
+
+
+def bleu_longest_reference(candidates, references, max_n=4):
+    """r from the longest reference of each sentence, not the closest."""
+    m, t, c, _ = _stats(candidates, references, max_n)
+    r = sum(max(map(len, refs)) for refs in references)
+    if c == 0 or min(m) == 0:
+        return 0.0
+    return 100 * (1.0 if c > r else math.exp(1 - r / c)) * math.exp(sum(math.log(a / b) for a, b in zip(m, t)) / max_n)
+
+
+def precision_other_correct_numpy_ints(candidate, references, n):
+    """Counts with numpy: the two numbers are numpy integers (ints all the same)."""
+    counts = _grams(candidate, n)
+    most = reduce(lambda a, b: a | b, (_grams(r, n) for r in references), Counter())
+    return np.int64(sum((counts & most).values())), np.int64(sum(counts.values()))
+
+
+def bleu_other_correct_numpy(candidates, references, max_n=4):
+    """The mean of the logarithms with numpy: a numpy float64 (a float) comes back."""
+    m, t, c, r = _stats(candidates, references, max_n)
+    if c == 0 or min(m) == 0:
+        return 0.0
+    return 100 * min(1.0, np.exp(1 - r / c)) * np.exp(np.mean(np.log(np.array(m) / np.array(t))))
+
+
 WRONG = [
     ("make_batch_tests", "make_batch", batch_pads_with_eos),
     ("make_batch_tests", "make_batch", batch_eos_in_decoder_input),
@@ -588,6 +1049,56 @@ WRONG = [
     ("corpus_bleu_tests", "corpus_bleu", bleu_mean_of_sentences),
     ("corpus_bleu_tests", "corpus_bleu", bleu_not_clipped),
     ("corpus_bleu_tests", "corpus_bleu", bleu_hardcoded),
+    # issue 25: the input classes the specification names
+    ("make_batch_tests", "make_batch", batch_lengths_as_lists),
+    ("make_batch_tests", "make_batch", batch_pads_sources_in_place),
+    ("make_batch_tests", "make_batch", batch_pad_sequence_float_when_empty),
+    ("make_batch_tests", "make_batch", batch_width_from_first_source),
+    ("Encoder_tests", "Encoder", EncoderNoGraph),
+    ("Encoder_tests", "Encoder", EncoderSqueeze),
+    ("Encoder_tests", "Encoder", EncoderSortedNotRestored),
+    ("Encoder_tests", "Encoder", EncoderReversesSrcInPlace),
+    ("Decoder_tests", "Decoder", DecoderDetachesState),
+    ("Decoder_tests", "Decoder", DecoderNoPaddingIdx),
+    ("Decoder_tests", "Decoder", DecoderSqueeze),
+    ("Decoder_tests", "Decoder", DecoderUpdatesStateInPlace),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_float32_buffer),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_squeeze),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_consumes_tgt_in),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_detached),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_pad_to_ignore_in_place),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_float32),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_no_graph),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_shifted_again),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_first_position_detached),
+    ("greedy_decode_tests", "greedy_decode", greedy_ints_as_tensors),
+    ("greedy_decode_tests", "greedy_decode", greedy_calls_before_checking),
+    ("greedy_decode_tests", "greedy_decode", greedy_ignores_eos_argument),
+    ("greedy_decode_tests", "greedy_decode", greedy_ignores_bos_argument),
+    ("greedy_decode_tests", "greedy_decode", greedy_float_prev),
+    ("greedy_decode_tests", "greedy_decode", greedy_updates_state_in_place),
+    ("beam_search_tests", "beam_search", beam_tensors_not_lists),
+    ("beam_search_tests", "beam_search", beam_width_above_vocabulary),
+    ("beam_search_tests", "beam_search", beam_ignores_eos_argument),
+    ("beam_search_tests", "beam_search", beam_ignores_bos_argument),
+    ("beam_search_tests", "beam_search", beam_updates_state_in_place),
+    ("beam_search_tests", "beam_search", beam_state_not_reordered),
+    ("attribute_error_tests", "attribute_error", attribution_ties_to_search),
+    ("attribute_error_tests", "attribute_error", attribution_appends_eos_in_place),
+    ("attribute_error_tests", "attribute_error", attribution_compares_without_list),
+    ("attribute_error_tests", "attribute_error", attribution_ignores_eos_argument),
+    ("attribute_error_tests", "attribute_error", attribution_ignores_bos_argument),
+    ("attribute_error_tests", "attribute_error", attribution_second_from_end_state),
+    ("attribute_error_tests", "attribute_error", attribution_changes_state_in_place),
+    ("clipped_precision_tests", "clipped_precision", precision_returns_floats),
+    ("clipped_precision_tests", "clipped_precision", precision_sorts_references_in_place),
+    ("clipped_precision_tests", "clipped_precision", precision_pads_candidate_in_place),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_divides_before_checking),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_brevity_before_checking),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_sorts_references_in_place),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_rounded),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_epsilon_smoothing),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_longest_reference),
 ]
 
 RIGHT = [
@@ -601,6 +1112,9 @@ RIGHT = [
     ("attribute_error_tests", {"attribute_error": attribution_other_correct}),
     ("clipped_precision_tests", {"clipped_precision": precision_other_correct}),
     ("corpus_bleu_tests", {"corpus_bleu": bleu_other_correct}),
+    ("beam_search_tests", {"beam_search": beam_other_correct_per_hypothesis}),
+    ("clipped_precision_tests", {"clipped_precision": precision_other_correct_numpy_ints}),
+    ("corpus_bleu_tests", {"corpus_bleu": bleu_other_correct_numpy}),
 ]
 
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
@@ -621,3 +1135,52 @@ def test_visible_checks_alone_catch_the_classic_mistakes():
         except AssertionError:
             continue
         raise AssertionError(f"{variant.__name__} passes the visible checks of {grade_id}")
+
+
+# ---- the classes of issue 25 are caught by a check message that names them ----------------------
+
+HIDDEN = [
+    ("make_batch_tests", "make_batch", batch_lengths_as_lists, "should be a tensor"),
+    ("make_batch_tests", "make_batch", batch_pads_sources_in_place, "changed the lists"),
+    ("make_batch_tests", "make_batch", batch_pad_sequence_float_when_empty, "empty targets"),
+    ("Encoder_tests", "Encoder", EncoderNoGraph, "autograd graph"),
+    ("Encoder_tests", "Encoder", EncoderSqueeze, "shape"),
+    ("Encoder_tests", "Encoder", EncoderReversesSrcInPlace, "in place"),
+    ("Decoder_tests", "Decoder", DecoderDetachesState, "autograd graph"),
+    ("Decoder_tests", "Decoder", DecoderNoPaddingIdx, "embedding of PAD"),
+    ("Decoder_tests", "Decoder", DecoderSqueeze, "batch of one"),
+    ("Decoder_tests", "Decoder", DecoderUpdatesStateInPlace, "in place"),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_float32_buffer, "dtype"),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_squeeze, "shape"),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_consumes_tgt_in, "in place"),
+    ("seq2seq_logits_tests", "seq2seq_logits", logits_detached, "autograd graph"),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_pad_to_ignore_in_place, "in place"),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_float32, "dtype"),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_no_graph, "no gradient"),
+    ("masked_cross_entropy_tests", "masked_cross_entropy", loss_first_position_detached, "gradient at every position"),
+    ("greedy_decode_tests", "greedy_decode", greedy_ints_as_tensors, "Python ints"),
+    ("greedy_decode_tests", "greedy_decode", greedy_calls_before_checking, "max_len=0"),
+    ("greedy_decode_tests", "greedy_decode", greedy_ignores_eos_argument, "eos"),
+    ("greedy_decode_tests", "greedy_decode", greedy_ignores_bos_argument, "bos"),
+    ("greedy_decode_tests", "greedy_decode", greedy_float_prev, "dtype"),
+    ("greedy_decode_tests", "greedy_decode", greedy_updates_state_in_place, "changed the state"),
+    ("beam_search_tests", "beam_search", beam_tensors_not_lists, "list of ints"),
+    ("beam_search_tests", "beam_search", beam_width_above_vocabulary, "beam_width 8 > V"),
+    ("beam_search_tests", "beam_search", beam_ignores_eos_argument, "eos"),
+    ("beam_search_tests", "beam_search", beam_ignores_bos_argument, "bos"),
+    ("beam_search_tests", "beam_search", beam_updates_state_in_place, "changed the state"),
+    ("attribute_error_tests", "attribute_error", attribution_ties_to_search, "equal scores"),
+    ("attribute_error_tests", "attribute_error", attribution_appends_eos_in_place, "in place"),
+    ("attribute_error_tests", "attribute_error", attribution_compares_without_list, "tuple"),
+    ("attribute_error_tests", "attribute_error", attribution_ignores_eos_argument, "eos"),
+    ("attribute_error_tests", "attribute_error", attribution_ignores_bos_argument, "bos"),
+    ("attribute_error_tests", "attribute_error", attribution_changes_state_in_place, "changed the state"),
+    ("clipped_precision_tests", "clipped_precision", precision_returns_floats, "two ints"),
+    ("clipped_precision_tests", "clipped_precision", precision_sorts_references_in_place, "in place"),
+    ("clipped_precision_tests", "clipped_precision", precision_pads_candidate_in_place, "in place"),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_divides_before_checking, "no 4-gram"),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_brevity_before_checking, "empty outputs"),
+    ("corpus_bleu_tests", "corpus_bleu", bleu_sorts_references_in_place, "in place"),
+]
+
+*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
