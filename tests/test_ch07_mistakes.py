@@ -6,13 +6,16 @@ whole test cell (visible and hidden tests) against it.
 
 from __future__ import annotations
 
+import copy
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests
+from mistakes import GradedCells, mistake_tests, naming_tests
+from seqlab.check import first_difference
 
 CHAPTER = "07-attention"
 
@@ -60,6 +63,41 @@ def softmax_hardcoded(scores, mask, dim=-1):
     return torch.cat([e / e.sum(), torch.zeros(1)])[None]
 
 
+def softmax_casts_to_float32(scores, mask, dim=-1):
+    return masked_softmax(scores.float(), mask, dim=dim)
+
+
+def softmax_unmasks_empty_rows_in_place(scores, mask, dim=-1):
+    """Lets a fully masked row attend everywhere, then zeroes it: right values, but the caller's mask changes."""
+    empty = ~mask.any(dim, keepdim=True)
+    mask |= empty
+    return torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=dim) * mask * ~empty
+
+
+def softmax_through_numpy(scores, mask, dim=-1):
+    """Right values, in numpy: scores.numpy() raises when the scores require grad."""
+    s = scores.numpy()
+    m = np.broadcast_to(mask.numpy(), s.shape)
+    top = np.where(m, s, -np.inf).max(axis=dim, keepdims=True)
+    e = np.where(m, np.exp(s - np.where(np.isfinite(top), top, 0.0)), 0.0)
+    z = e.sum(axis=dim, keepdims=True)
+    return torch.from_numpy(e / np.where(z > 0, z, 1.0))
+
+
+def softmax_detached(scores, mask, dim=-1):
+    with torch.no_grad():
+        return masked_softmax(scores, mask, dim=dim)
+
+
+def softmax_one_shift_for_all_rows(scores, mask, dim=-1):
+    """Subtracts the largest real score of the whole tensor, not of each row: rows far below it underflow to 0."""
+    mask = mask.expand(scores.shape)
+    top = scores.masked_fill(~mask, float("-inf")).max()
+    e = torch.where(mask, torch.exp(scores - top), torch.zeros_like(scores))
+    z = e.sum(dim, keepdim=True)
+    return e / torch.where(z > 0, z, torch.ones_like(z))
+
+
 def softmax_other_correct(scores, mask, dim=-1):
     mask = mask.expand(scores.shape)
     top = scores.masked_fill(~mask, float("-inf")).amax(dim=dim, keepdim=True)
@@ -67,6 +105,12 @@ def softmax_other_correct(scores, mask, dim=-1):
     e = torch.where(mask, torch.exp(scores - top), torch.zeros_like(scores))
     total = e.sum(dim=dim, keepdim=True)
     return e / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def softmax_log_mask_other_correct(scores, mask, dim=-1):
+    """A log mask added to the scores (0 or the most negative number of the dtype), then zeroed by the mask."""
+    mask = mask.to(scores.dtype)
+    return torch.softmax(scores + torch.log(mask).clamp_min(torch.finfo(scores.dtype).min), dim=dim) * mask
 
 
 # ---- additive_scores -------------------------------------------------------------------------------
@@ -91,10 +135,27 @@ def additive_hardcoded(query, keys, W_q, W_k, v):
     return torch.tensor([[math.tanh(2.0) - 2 * math.tanh(2.5), 3 * math.tanh(0.5)]])
 
 
+def additive_casts_to_float32(query, keys, W_q, W_k, v):
+    return additive_scores(*(t.float() for t in (query, keys, W_q, W_k, v)))
+
+
+def additive_unsqueezes_v_in_place(query, keys, W_q, W_k, v):
+    v.unsqueeze_(-1)  # (A, 1) for a matrix product: the caller's v changes shape
+    return (torch.tanh(keys @ W_k.T + (query @ W_q.T)[:, None, :]) @ v)[..., 0]
+
+
+def additive_query_projection_detached(query, keys, W_q, W_k, v):
+    return torch.tanh(keys @ W_k.T + (query @ W_q.T).detach()[:, None, :]) @ v
+
+
 def additive_other_correct(query, keys, W_q, W_k, v):
     B, S, _ = keys.shape
     rows = [[v @ torch.tanh(W_q @ query[b] + W_k @ keys[b, j]) for j in range(S)] for b in range(B)]
     return torch.stack([torch.stack(r) for r in rows])
+
+
+def additive_linear_other_correct(query, keys, W_q, W_k, v):
+    return F.linear(torch.tanh(F.linear(keys, W_k) + F.linear(query, W_q).unsqueeze(1)), v[None])[..., 0]
 
 
 # ---- dot_scores / general_scores -------------------------------------------------------------------
@@ -115,12 +176,38 @@ def dot_hardcoded(query, keys):
     return torch.tensor([[3.0, 3.0]])
 
 
+def dot_squeezes_everything(query, keys):
+    return torch.bmm(keys, query[:, :, None]).squeeze()
+
+
+def dot_casts_to_float32(query, keys):
+    return torch.einsum("bd,bsd->bs", query.float(), keys.float())
+
+
+def dot_without_graph(query, keys):
+    with torch.no_grad():
+        return torch.einsum("bd,bsd->bs", query, keys)
+
+
+def general_transposes_W_in_place(query, keys, W):
+    """q . (k W^T) = q^T W k: right values, but W.t_() transposes the caller's W."""
+    return BASE["dot_scores"](query, keys @ W.t_())
+
+
 def dot_other_correct(query, keys):
     return torch.bmm(keys, query[:, :, None])[:, :, 0]
 
 
 def general_other_correct(query, keys, W):
     return torch.bmm(keys @ W.T, query[:, :, None])[:, :, 0]
+
+
+def dot_elementwise_other_correct(query, keys):
+    return (keys * query.unsqueeze(1)).sum(-1)
+
+
+def general_keys_first_other_correct(query, keys, W):
+    return (keys @ W.transpose(0, 1) * query[:, None, :]).sum(-1)
 
 
 # ---- attention_context -----------------------------------------------------------------------------
@@ -149,9 +236,34 @@ def context_hardcoded(scores, values, mask):
     return torch.tensor([[0.25, 0.75]]), torch.tensor([[0.25, 0.75, 0.0]])
 
 
+def context_weights_values_in_place(scores, values, mask):
+    weights = masked_softmax(scores, mask)
+    return values.mul_(weights[:, :, None]).sum(1), weights
+
+
+def context_casts_to_float32(scores, values, mask):
+    weights = masked_softmax(scores.float(), mask)
+    return torch.bmm(weights[:, None, :], values.float())[:, 0], weights
+
+
+def context_detached_weights(scores, values, mask):
+    weights = masked_softmax(scores, mask)
+    return torch.bmm(weights.detach()[:, None, :], values)[:, 0], weights
+
+
+def context_returns_weights_first(scores, values, mask):
+    context, weights = attention_context(scores, values, mask)
+    return weights, context
+
+
 def context_other_correct(scores, values, mask):
     weights = softmax_other_correct(scores, mask, dim=1)
     return torch.einsum("bs,bsd->bd", weights, values), weights
+
+
+def context_elementwise_other_correct(scores, values, mask):
+    weights = softmax_log_mask_other_correct(scores, mask)
+    return (weights.unsqueeze(-1) * values).sum(dim=1), weights
 
 
 # ---- AttentionDecoder ------------------------------------------------------------------------------
@@ -207,6 +319,45 @@ class DecoderHardcoded(Decoder):
         return torch.zeros(B, self.out.out_features), torch.zeros_like(state), mask.float() / mask.float().sum(-1, keepdim=True)
 
 
+class DecoderSqueezesScores(Decoder):
+    """squeeze() instead of squeeze(-1): a source of length 1 loses its S axis."""
+
+    def forward(self, prev, state, enc, mask):
+        scores = self.attn_v(torch.tanh(self.attn_key(enc) + self.attn_query(state)[:, None, :])).squeeze()
+        context, weights = attention_context(scores, enc, mask)
+        new = self.cell(torch.cat([self.embed(prev), context], dim=1), state)
+        return self.out(torch.cat([new, context], dim=1)), new, weights
+
+
+class DecoderZeroesPaddingInPlace(Decoder):
+    def forward(self, prev, state, enc, mask):
+        enc.masked_fill_(~mask[:, :, None], 0.0)
+        return super().forward(prev, state, enc, mask)
+
+
+class DecoderAttentionWithoutGrad(Decoder):
+    """The attention under no_grad ("it only picks positions"): W_q, W_k and v never learn."""
+
+    def forward(self, prev, state, enc, mask):
+        with torch.no_grad():
+            scores = additive_scores(state, enc, self.attn_query.weight, self.attn_key.weight, self.attn_v.weight[0])
+            context, weights = attention_context(scores, enc, mask)
+        new = self.cell(torch.cat([self.embed(prev), context], dim=1), state)
+        return self.out(torch.cat([new, context], dim=1)), new, weights
+
+
+class DecoderReturnsOldState(Decoder):
+    def forward(self, prev, state, enc, mask):
+        logits, _, weights = super().forward(prev, state, enc, mask)
+        return logits, state, weights
+
+
+class DecoderReturnsScores(Decoder):
+    def forward(self, prev, state, enc, mask):
+        logits, new, _ = super().forward(prev, state, enc, mask)
+        return logits, new, additive_scores(state, enc, self.attn_query.weight, self.attn_key.weight, self.attn_v.weight[0])
+
+
 class DecoderOtherCorrect(Decoder):
     """The MLP through the Linear layers themselves, and a softmax written out."""
 
@@ -216,6 +367,17 @@ class DecoderOtherCorrect(Decoder):
         context = torch.einsum("bs,bsd->bd", weights, enc)
         new = self.cell(torch.cat([self.embed(prev), context], dim=1), state)
         return self.out(torch.cat([new, context], dim=1)), new, weights
+
+
+class DecoderCleansPaddingOnACopy(Decoder):
+    """Zeroes the padded encoder states first (a new tensor, not in place), then attends with einsum."""
+
+    def forward(self, prev, state, enc, mask):
+        enc = enc.masked_fill(~mask[:, :, None], 0.0)
+        scores = torch.einsum("bsa,a->bs", torch.tanh(self.attn_key(enc) + self.attn_query(state).unsqueeze(1)), self.attn_v.weight[0])
+        context, weights = attention_context(scores, enc, mask)
+        new = self.cell(torch.cat([self.embed(prev), context], dim=-1), state)
+        return self.out(torch.cat([new, context], dim=-1)), new, weights
 
 
 # ---- AttentionSeq2Seq ------------------------------------------------------------------------------
@@ -269,6 +431,51 @@ class ModelHardcoded(Model):
         return torch.zeros(*tgt_in.shape, self.decoder.out.out_features)
 
 
+class ModelEnforceSorted(Model):
+    """pack_padded_sequence's default enforce_sorted=True: a batch whose lengths do not decrease raises."""
+
+    def encode(self, src, src_lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.encoder_embed(src), src_lengths.cpu(), batch_first=True)
+        out, h_n = self.encoder_rnn(packed)
+        enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        return enc, src != PAD, torch.tanh(self.encoder_bridge(torch.cat([h_n[0], h_n[1]], dim=1)))
+
+
+class ModelNoTotalLength(Model):
+    """pad_packed_sequence without total_length: enc is only as long as the longest source, the mask is S long."""
+
+    def encode(self, src, src_lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.encoder_embed(src), src_lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        out, h_n = self.encoder_rnn(packed)
+        enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+        return enc, src != PAD, torch.tanh(self.encoder_bridge(torch.cat([h_n[0], h_n[1]], dim=1)))
+
+
+class ModelEncoderWithoutGrad(Model):
+    """Encodes under no_grad ("encode once"): the encoder never learns."""
+
+    def encode(self, src, src_lengths):
+        with torch.no_grad():
+            return super().encode(src, src_lengths)
+
+
+class ModelMaskAsFloat(Model):
+    def encode(self, src, src_lengths):
+        enc, mask, s0 = super().encode(src, src_lengths)
+        return enc, mask.float(), s0
+
+
+class ModelSqueezesLogits(Model):
+    def forward(self, src, src_lengths, tgt_in):
+        enc, mask, s = self.encode(src, src_lengths)
+        steps = []
+        for t in range(tgt_in.shape[1]):
+            logits, s, _ = self.decoder(tgt_in[:, t], s, enc, mask)
+            steps.append(logits)
+        return torch.stack(steps).transpose(0, 1).squeeze()
+
+
 class ModelOtherCorrect(Model):
     """One source at a time, unpadded, for the encoder."""
 
@@ -282,6 +489,19 @@ class ModelOtherCorrect(Model):
             finals.append(torch.cat([h_n[0, 0], h_n[1, 0]]))
         mask = torch.arange(S)[None, :] < src_lengths[:, None]
         return enc, mask, torch.tanh(self.encoder_bridge(torch.stack(finals)))
+
+
+class ModelSortsTheBatch(Model):
+    """Sorts the batch by length itself (enforce_sorted=True), then puts the rows back in their order."""
+
+    def encode(self, src, src_lengths):
+        lengths, order = src_lengths.sort(descending=True)
+        packed = nn.utils.rnn.pack_padded_sequence(self.encoder_embed(src[order]), lengths.cpu(), batch_first=True)
+        out, h_n = self.encoder_rnn(packed)
+        enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        back = order.argsort()
+        s0 = torch.tanh(self.encoder_bridge(torch.cat([h_n[0], h_n[1]], dim=1)))
+        return enc[back], src != PAD, s0[back]
 
 
 # ---- qkv_attention ---------------------------------------------------------------------------------
@@ -325,10 +545,82 @@ def qkv_hardcoded(queries, keys, values, mask=None):
     return w @ torch.tensor([[[10.0], [20.0]]]), w
 
 
+def qkv_scales_queries_in_place(queries, keys, values, mask=None):
+    queries /= math.sqrt(queries.shape[-1])
+    scores = queries @ keys.transpose(1, 2)
+    weights = masked_softmax(scores, _key_mask(mask, scores))
+    return weights @ values, weights
+
+
+def qkv_unsqueezes_mask_in_place(queries, keys, values, mask=None):
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    if mask is None:
+        mask = torch.ones_like(scores, dtype=torch.bool)
+    elif mask.dim() == 2:
+        mask.unsqueeze_(1)
+    weights = masked_softmax(scores, mask)
+    return weights @ values, weights
+
+
+def qkv_mask_not_unsqueezed(queries, keys, values, mask=None):
+    """A (B, T_k) mask broadcast as it is: it lines up with (T_q, T_k), right only when B = 1 or T_q = 1."""
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    weights = masked_softmax(scores, torch.ones_like(scores, dtype=torch.bool) if mask is None else mask)
+    return weights @ values, weights
+
+
+def qkv_casts_to_float32(queries, keys, values, mask=None):
+    return BASE["qkv_attention"](queries.float(), keys.float(), values.float(), mask)
+
+
+def qkv_weights_detached(queries, keys, values, mask=None):
+    out, weights = BASE["qkv_attention"](queries, keys, values, mask)
+    return weights.detach() @ values, weights
+
+
+def qkv_scaled_by_value_size(queries, keys, values, mask=None):
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(values.shape[-1])
+    weights = masked_softmax(scores, _key_mask(mask, scores))
+    return weights @ values, weights
+
+
 def qkv_other_correct(queries, keys, values, mask=None):
     scores = torch.einsum("bqd,bkd->bqk", queries, keys) / queries.shape[-1] ** 0.5
     weights = softmax_other_correct(scores, _key_mask(mask, scores), dim=2)
     return torch.einsum("bqk,bkv->bqv", weights, values), weights
+
+
+def qkv_log_mask_other_correct(queries, keys, values, mask=None):
+    scores = torch.baddbmm(torch.zeros((), dtype=queries.dtype), queries, keys.transpose(1, 2), alpha=queries.shape[-1] ** -0.5)
+    keep = torch.ones_like(scores) if mask is None else (mask if mask.dim() == 3 else mask.unsqueeze(1)).to(scores.dtype)
+    weights = torch.softmax(scores + torch.log(keep).clamp_min(torch.finfo(scores.dtype).min), dim=-1) * keep
+    return torch.bmm(weights, values), weights
+
+
+# ---- answers hard-coded to the visible tests' inputs --------------------------------------------
+
+def _looks_up_visible_inputs(grade_id, name):
+    """The solution's outputs for exactly the inputs of the cell's visible tests, the last of them for any other input."""
+    real, seen = BASE[name], []
+
+    def record(*args, **kwargs):
+        out = real(*args, **kwargs)
+        seen.append((copy.deepcopy((args, kwargs)), out))
+        return out
+
+    CELLS.run_visible(grade_id, **{name: record})
+
+    def lookup(*args, **kwargs):
+        return next((out for inputs, out in seen if first_difference((args, kwargs), inputs) is None), seen[-1][1])
+
+    lookup.__name__ = f"{name}_looks_up_visible_inputs"
+    return lookup
+
+
+LOOKUPS = [(grade_id, name, _looks_up_visible_inputs(grade_id, name)) for grade_id, name in [
+    ("masked_softmax_tests", "masked_softmax"), ("additive_scores_tests", "additive_scores"),
+    ("multiplicative_scores_tests", "dot_scores"), ("multiplicative_scores_tests", "general_scores"),
+    ("attention_context_tests", "attention_context"), ("qkv_attention_tests", "qkv_attention")]]
 
 
 WRONG = [
@@ -370,6 +662,40 @@ WRONG = [
     ("qkv_attention_tests", "qkv_attention", qkv_mask_ignored),
     ("qkv_attention_tests", "qkv_attention", qkv_mask_inverted),
     ("qkv_attention_tests", "qkv_attention", qkv_hardcoded),
+    # issue 25: the input classes the specification names (dtypes, in place, graph, B = 1 / S = 1, modes)
+    ("masked_softmax_tests", "masked_softmax", softmax_casts_to_float32),
+    ("masked_softmax_tests", "masked_softmax", softmax_unmasks_empty_rows_in_place),
+    ("masked_softmax_tests", "masked_softmax", softmax_through_numpy),
+    ("masked_softmax_tests", "masked_softmax", softmax_detached),
+    ("masked_softmax_tests", "masked_softmax", softmax_one_shift_for_all_rows),
+    ("additive_scores_tests", "additive_scores", additive_casts_to_float32),
+    ("additive_scores_tests", "additive_scores", additive_unsqueezes_v_in_place),
+    ("additive_scores_tests", "additive_scores", additive_query_projection_detached),
+    ("multiplicative_scores_tests", "dot_scores", dot_squeezes_everything),
+    ("multiplicative_scores_tests", "dot_scores", dot_casts_to_float32),
+    ("multiplicative_scores_tests", "dot_scores", dot_without_graph),
+    ("multiplicative_scores_tests", "general_scores", general_transposes_W_in_place),
+    ("attention_context_tests", "attention_context", context_weights_values_in_place),
+    ("attention_context_tests", "attention_context", context_casts_to_float32),
+    ("attention_context_tests", "attention_context", context_detached_weights),
+    ("attention_context_tests", "attention_context", context_returns_weights_first),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderSqueezesScores),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderZeroesPaddingInPlace),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderAttentionWithoutGrad),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderReturnsOldState),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderReturnsScores),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelEnforceSorted),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelNoTotalLength),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelEncoderWithoutGrad),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelMaskAsFloat),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelSqueezesLogits),
+    ("qkv_attention_tests", "qkv_attention", qkv_scales_queries_in_place),
+    ("qkv_attention_tests", "qkv_attention", qkv_unsqueezes_mask_in_place),
+    ("qkv_attention_tests", "qkv_attention", qkv_mask_not_unsqueezed),
+    ("qkv_attention_tests", "qkv_attention", qkv_casts_to_float32),
+    ("qkv_attention_tests", "qkv_attention", qkv_weights_detached),
+    ("qkv_attention_tests", "qkv_attention", qkv_scaled_by_value_size),
+    *LOOKUPS,
 ]
 
 RIGHT = [
@@ -380,10 +706,58 @@ RIGHT = [
     ("AttentionDecoder_tests", {"AttentionDecoder": DecoderOtherCorrect}),
     ("AttentionSeq2Seq_tests", {"AttentionSeq2Seq": ModelOtherCorrect}),
     ("qkv_attention_tests", {"qkv_attention": qkv_other_correct}),
+    ("masked_softmax_tests", {"masked_softmax": softmax_log_mask_other_correct}),
+    ("additive_scores_tests", {"additive_scores": additive_linear_other_correct}),
+    ("multiplicative_scores_tests", {"dot_scores": dot_elementwise_other_correct, "general_scores": general_keys_first_other_correct}),
+    ("attention_context_tests", {"attention_context": context_elementwise_other_correct}),
+    ("AttentionDecoder_tests", {"AttentionDecoder": DecoderCleansPaddingOnACopy}),
+    ("AttentionSeq2Seq_tests", {"AttentionSeq2Seq": ModelSortsTheBatch}),
+    ("qkv_attention_tests", {"qkv_attention": qkv_log_mask_other_correct}),
 ]
 
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
+
+
+# ---- issue 25: the hidden tests name the class of each bug (a check message, never a raw exception) ---------
+
+HIDDEN = [
+    ("masked_softmax_tests", "masked_softmax", softmax_casts_to_float32, "float64"),
+    ("masked_softmax_tests", "masked_softmax", softmax_unmasks_empty_rows_in_place, "in place"),
+    ("masked_softmax_tests", "masked_softmax", softmax_through_numpy, "require grad"),
+    ("masked_softmax_tests", "masked_softmax", softmax_detached, "autograd graph"),
+    ("masked_softmax_tests", "masked_softmax", softmax_one_shift_for_all_rows, "each row's own maximum"),
+    ("additive_scores_tests", "additive_scores", additive_casts_to_float32, "dtype"),
+    ("additive_scores_tests", "additive_scores", additive_unsqueezes_v_in_place, "in place"),
+    ("additive_scores_tests", "additive_scores", additive_query_projection_detached, "differentiably on query"),
+    ("multiplicative_scores_tests", "dot_scores", dot_casts_to_float32, "dtype"),
+    ("multiplicative_scores_tests", "dot_scores", dot_without_graph, "autograd graph"),
+    ("multiplicative_scores_tests", "general_scores", general_transposes_W_in_place, "in place"),
+    ("attention_context_tests", "attention_context", context_weights_values_in_place, "in place"),
+    ("attention_context_tests", "attention_context", context_casts_to_float32, "dtypes"),
+    ("attention_context_tests", "attention_context", context_detached_weights, "differentiably on the scores"),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderSqueezesScores, "never squeeze()"),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderZeroesPaddingInPlace, "in place"),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderAttentionWithoutGrad, "autograd graph"),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelEnforceSorted, "enforce_sorted=False"),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelNoTotalLength, "total_length"),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelEncoderWithoutGrad, "autograd graph"),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelMaskAsFloat, "bool"),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelSqueezesLogits, "T=1"),
+    ("qkv_attention_tests", "qkv_attention", qkv_scales_queries_in_place, "in place"),
+    ("qkv_attention_tests", "qkv_attention", qkv_unsqueezes_mask_in_place, "in place"),
+    ("qkv_attention_tests", "qkv_attention", qkv_mask_not_unsqueezed, "mask[:, None, :]"),
+    ("qkv_attention_tests", "qkv_attention", qkv_casts_to_float32, "dtypes"),
+    ("qkv_attention_tests", "qkv_attention", qkv_weights_detached, "autograd graph"),
+]
+
+*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
+
+
+def test_answers_that_look_up_the_visible_inputs_pass_the_visible_tests():
+    """They are rejected (WRONG) by the hidden tests alone: the visible part accepts them."""
+    for grade_id, name, lookup in LOOKUPS:
+        CELLS.run_visible(grade_id, **{name: lookup})
 
 
 def test_visible_checks_alone_catch_the_classic_mistakes():
