@@ -439,6 +439,29 @@ def test_a_tests_object_lends_only_what_the_course_defines(sandbox):
 
 
 @pytest.mark.slow
+def test_a_gradient_of_a_weighted_output_is_taken_in_the_students_kernel(sandbox):
+    """value_and_grad(fn, ..., weights=, output=) under the grader: the vector-Jacobian product of one output of a
+    student's function, computed where its autograd graph is, equal to the same call in one process; the NaN that
+    an additive mask leaves in the gradient of a fully masked row (its forward pass has none) comes back, so a
+    test can see it."""
+    student = ("import torch\n"
+               "def scaled(x, mask):\n"
+               "    scores = x + torch.where(mask, 0.0, float('-inf'))  # an additive mask: a fully masked row\n"
+               "    weights = torch.softmax(scores, dim=-1)\n"
+               "    return x * 3.0, torch.where(mask, weights, torch.zeros_like(weights))  # no NaN forward\n")
+    test = ("import torch\nfrom seqlab.grading import value_and_grad\n"
+            "x = torch.tensor([[1.0, 2.0], [0.5, -1.0]])\nw = torch.tensor([[1.0, -1.0], [2.0, 0.5]])\n"
+            "mask = torch.tensor([[True, True], [False, False]])\n"
+            "value, grad = value_and_grad(scaled, x, mask, weights=w, output=0)\n"
+            "assert abs(value.item() - (3 * x * w).sum().item()) < 1e-6 and torch.equal(grad, 3 * w), (value, grad)\n"
+            "value, grad = value_and_grad(scaled, x, mask, weights=w, output=1)\n"
+            "assert not torch.isnan(value) and torch.isnan(grad[1]).all() and not torch.isnan(grad[0]).any(), grad\n"
+            "assert torch.equal(x, torch.tensor([[1.0, 2.0], [0.5, -1.0]]))")
+    execution, nb = execute(sandbox, [student, test], tests={1}, answer_names=["scaled"])
+    assert execution.replies[1] == "ok", texts(nb, 1)
+
+
+@pytest.mark.slow
 def test_an_argument_changed_in_place_comes_back_only_as_data(sandbox):
     """The student's function changes the test's own list or dict in place: data comes back into it; a handle to
     the student's code (which a later comparison would call) fails the test and leaves the test's object alone."""

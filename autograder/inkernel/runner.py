@@ -406,14 +406,17 @@ class Runner:
             options = {str(k): self.codec.decode(v) for k, v in (message.get("options") or {}).items()}
             return {"value": self.codec.keep(getattr(torch.optim, name)(target.parameters(), **options))}
         if op == "grad" and not trusted:
-            wrt = message.get("wrt")
+            wrt, output = message.get("wrt"), message.get("output")
             args = [self.codec.decode(a) for a in message.get("args", [])]
             if not isinstance(wrt, int) or not 0 <= wrt < len(args):
                 raise WireError("a gradient with respect to an argument that is not there")
+            if output is not None and not isinstance(output, int):
+                raise WireError("a gradient of an output that is not an index")
+            weights = self.codec.decode(message.get("weights"))
             from seqlab.grading import value_and_grad
 
             began = time.monotonic()
-            result = value_and_grad(target, *args, wrt=wrt)
+            result = value_and_grad(target, *args, wrt=wrt, weights=weights, output=output)
             return {"value": self.codec.encode(result), "ran_s": round(time.monotonic() - began, 6)}
         if op == "callmethod":
             name = str(message.get("name"))

@@ -210,9 +210,10 @@ class Remote:
     __getitem__ = __contains__ = __float__ = __int__ = __index__ = _not_data
 
     @staticmethod
-    def _remote_value_and_grad(fn: "Remote", args: list, wrt: int):
+    def _remote_value_and_grad(fn: "Remote", args: list, wrt: int, weights=None, output: int | None = None):
         """seqlab.grading.value_and_grad: the gradient is taken where the function runs."""
-        return fn._peer.request("grad", target=fn._ref, args=list(args), kwargs={}, wrt=wrt)
+        return fn._peer.request("grad", target=fn._ref, args=list(args), kwargs={}, wrt=wrt, weights=weights,
+                                output=output)
 
     @staticmethod
     def _remote_type_names(obj: "Remote") -> list[str]:

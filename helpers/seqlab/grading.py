@@ -66,21 +66,36 @@ def type_names(obj) -> list[str]:
     return [klass.__name__ for klass in type(obj).__mro__]
 
 
-def value_and_grad(fn, *args, wrt: int = 0):
+def value_and_grad(fn, *args, wrt: int = 0, weights=None, output: int | None = None):
     """``fn(*args)`` (a scalar tensor, detached) and its gradient with respect to ``args[wrt]``.
 
     Test cells use this instead of calling ``.backward()`` on what a student's function
     returned: under the instructors' grader the function runs in the student's kernel and
     the autograd graph stays there, so the gradient is taken there too.
+
+    For a function that returns a tensor (or a tuple: ``output`` picks one of it), pass ``weights``
+    of that tensor's shape: the value is then ``(fn(*args)[output] * weights).sum()``, whose gradient
+    is the vector-Jacobian product with ``weights``. Random weights check the gradient at every
+    position at once (a NaN in a masked row, a position left out), not only that the graph exists.
     """
     remote = getattr(type(fn), "_remote_value_and_grad", None)
     if remote is not None:
-        return remote(fn, args, wrt)
+        return remote(fn, args, wrt, weights, output)
     import torch
 
     args = list(args)
     args[wrt] = torch.as_tensor(args[wrt]).detach().clone().requires_grad_(True)
     value = fn(*args)
+    if output is not None:
+        if not isinstance(value, (tuple, list)) or not 0 <= output < len(value):
+            raise ValueError(f"value_and_grad: output={output} of a function that returned {type(value).__name__}")
+        value = value[output]
+    if weights is not None:
+        weights = torch.as_tensor(weights)
+        if not torch.is_tensor(value) or value.shape != weights.shape:
+            shape = tuple(value.shape) if torch.is_tensor(value) else type(value).__name__
+            raise ValueError(f"value_and_grad: weights of shape {tuple(weights.shape)} for an output of shape {shape}")
+        value = (value * weights.to(value.dtype)).sum()
     if not torch.is_tensor(value) or value.dim() != 0:
         raise ValueError(f"value_and_grad needs a function that returns a scalar tensor, got {type(value).__name__}")
     if not value.requires_grad:
