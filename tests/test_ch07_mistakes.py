@@ -98,6 +98,36 @@ def softmax_one_shift_for_all_rows(scores, mask, dim=-1):
     return e / torch.where(z > 0, z, torch.ones_like(z))
 
 
+# issue 25 (gradients): the forward values are right, the gradient is not
+
+def softmax_minus_inf_then_where(scores, mask, dim=-1):
+    """An additive -inf mask, then torch.where zeroes the NaN of a fully masked row: its gradient is NaN."""
+    weights = torch.softmax(scores + torch.zeros((), dtype=scores.dtype).masked_fill(~mask, float("-inf")), dim=dim)
+    return torch.where(mask, weights, torch.zeros_like(weights))
+
+
+def softmax_minus_inf_bias_then_nan_to_num(scores, mask, dim=-1):
+    """An additive -inf bias, then nan_to_num in the forward: a fully masked row's weights are 0, its gradient NaN
+    (the addition passes the softmax's NaN back to the scores; masked_fill's backward would have zeroed it)."""
+    bias = torch.zeros((), dtype=scores.dtype).masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores + bias, dim=dim).nan_to_num(0.0)
+
+
+def softmax_log_normaliser_detached(scores, mask, dim=-1):
+    """The max shift detached (harmless), then the logsumexp detached too, as if another constant shift: gradient diag(w) g, no -w (w . g)."""
+    filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    shifted = filled - filled.amax(dim, keepdim=True).detach()
+    return torch.exp(shifted - torch.logsumexp(shifted, dim, keepdim=True).detach()) * mask
+
+
+def softmax_empty_rows_zeroed_by_subtraction(scores, mask, dim=-1):
+    """A fully masked row zeroed as w - w.detach(): 0 in the forward, but the uniform softmax's gradient flows back,
+    through the additive bias, into the masked scores."""
+    weights = torch.softmax(scores + (~mask).to(scores.dtype) * torch.finfo(scores.dtype).min, dim=dim)
+    empty = ~mask.any(dim, keepdim=True)
+    return torch.where(empty, weights - weights.detach(), weights * mask)
+
+
 def softmax_other_correct(scores, mask, dim=-1):
     mask = mask.expand(scores.shape)
     top = scores.masked_fill(~mask, float("-inf")).amax(dim=dim, keepdim=True)
@@ -105,6 +135,11 @@ def softmax_other_correct(scores, mask, dim=-1):
     e = torch.where(mask, torch.exp(scores - top), torch.zeros_like(scores))
     total = e.sum(dim=dim, keepdim=True)
     return e / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def softmax_minus_inf_fill_then_nan_to_num_other_correct(scores, mask, dim=-1):
+    """-inf by masked_fill, then nan_to_num: right values, and a right gradient (masked_fill's backward zeroes the NaN)."""
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=dim).nan_to_num(0.0)
 
 
 def softmax_log_mask_other_correct(scores, mask, dim=-1):
@@ -254,6 +289,21 @@ def context_detached_weights(scores, values, mask):
 def context_returns_weights_first(scores, values, mask):
     context, weights = attention_context(scores, values, mask)
     return weights, context
+
+
+def context_minus_inf_then_nan_to_num(scores, values, mask):
+    """Its own masked softmax, an additive -inf bias then nan_to_num: right values, a NaN gradient for a fully masked row."""
+    weights = softmax_minus_inf_bias_then_nan_to_num(scores, mask)
+    return torch.bmm(weights[:, None, :], values)[:, 0], weights
+
+
+def context_normaliser_detached(scores, values, mask):
+    """exp(s - max) / sum with the sum detached: right values, the scores' gradient misses the normaliser's part."""
+    top = scores.masked_fill(~mask, float("-inf")).amax(-1, keepdim=True)
+    e = torch.where(mask, torch.exp(scores - torch.where(torch.isfinite(top), top, torch.zeros_like(top))), torch.zeros_like(scores))
+    z = e.sum(-1, keepdim=True).detach()
+    weights = e / torch.where(z > 0, z, torch.ones_like(z))
+    return torch.bmm(weights[:, None, :], values)[:, 0], weights
 
 
 def context_other_correct(scores, values, mask):
@@ -584,6 +634,32 @@ def qkv_scaled_by_value_size(queries, keys, values, mask=None):
     return weights @ values, weights
 
 
+def qkv_keys_detached(queries, keys, values, mask=None):
+    """keys.detach() in the scores: right values, but the keys (and the projection that makes them) never learn."""
+    scores = queries @ keys.detach().transpose(1, 2) / math.sqrt(queries.shape[-1])
+    weights = masked_softmax(scores, _key_mask(mask, scores))
+    return weights @ values, weights
+
+
+def qkv_values_detached(queries, keys, values, mask=None):
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    weights = masked_softmax(scores, _key_mask(mask, scores))
+    return weights @ values.detach(), weights
+
+
+def qkv_minus_inf_then_nan_to_num(queries, keys, values, mask=None):
+    """An additive -inf bias (an attn_mask), then nan_to_num: a query with no key gives 0, but NaN flows back into every key of its batch row."""
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    weights = softmax_minus_inf_bias_then_nan_to_num(scores, _key_mask(mask, scores))
+    return weights @ values, weights
+
+
+def qkv_log_normaliser_detached(queries, keys, values, mask=None):
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    weights = softmax_log_normaliser_detached(scores, _key_mask(mask, scores))
+    return weights @ values, weights
+
+
 def qkv_other_correct(queries, keys, values, mask=None):
     scores = torch.einsum("bqd,bkd->bqk", queries, keys) / queries.shape[-1] ** 0.5
     weights = softmax_other_correct(scores, _key_mask(mask, scores), dim=2)
@@ -695,6 +771,17 @@ WRONG = [
     ("qkv_attention_tests", "qkv_attention", qkv_casts_to_float32),
     ("qkv_attention_tests", "qkv_attention", qkv_weights_detached),
     ("qkv_attention_tests", "qkv_attention", qkv_scaled_by_value_size),
+    # issue 25, gradients: right forward values, a wrong gradient (checked with value_and_grad at every position)
+    ("masked_softmax_tests", "masked_softmax", softmax_minus_inf_then_where),
+    ("masked_softmax_tests", "masked_softmax", softmax_minus_inf_bias_then_nan_to_num),
+    ("masked_softmax_tests", "masked_softmax", softmax_log_normaliser_detached),
+    ("masked_softmax_tests", "masked_softmax", softmax_empty_rows_zeroed_by_subtraction),
+    ("attention_context_tests", "attention_context", context_minus_inf_then_nan_to_num),
+    ("attention_context_tests", "attention_context", context_normaliser_detached),
+    ("qkv_attention_tests", "qkv_attention", qkv_keys_detached),
+    ("qkv_attention_tests", "qkv_attention", qkv_values_detached),
+    ("qkv_attention_tests", "qkv_attention", qkv_minus_inf_then_nan_to_num),
+    ("qkv_attention_tests", "qkv_attention", qkv_log_normaliser_detached),
     *LOOKUPS,
 ]
 
@@ -707,6 +794,7 @@ RIGHT = [
     ("AttentionSeq2Seq_tests", {"AttentionSeq2Seq": ModelOtherCorrect}),
     ("qkv_attention_tests", {"qkv_attention": qkv_other_correct}),
     ("masked_softmax_tests", {"masked_softmax": softmax_log_mask_other_correct}),
+    ("masked_softmax_tests", {"masked_softmax": softmax_minus_inf_fill_then_nan_to_num_other_correct}),
     ("additive_scores_tests", {"additive_scores": additive_linear_other_correct}),
     ("multiplicative_scores_tests", {"dot_scores": dot_elementwise_other_correct, "general_scores": general_keys_first_other_correct}),
     ("attention_context_tests", {"attention_context": context_elementwise_other_correct}),
@@ -749,6 +837,17 @@ HIDDEN = [
     ("qkv_attention_tests", "qkv_attention", qkv_mask_not_unsqueezed, "mask[:, None, :]"),
     ("qkv_attention_tests", "qkv_attention", qkv_casts_to_float32, "dtypes"),
     ("qkv_attention_tests", "qkv_attention", qkv_weights_detached, "autograd graph"),
+    # gradients (value_and_grad with random output weights, every position)
+    ("masked_softmax_tests", "masked_softmax", softmax_minus_inf_then_where, "NaN in the gradient"),
+    ("masked_softmax_tests", "masked_softmax", softmax_minus_inf_bias_then_nan_to_num, "NaN in the gradient"),
+    ("masked_softmax_tests", "masked_softmax", softmax_log_normaliser_detached, "the normaliser"),
+    ("masked_softmax_tests", "masked_softmax", softmax_empty_rows_zeroed_by_subtraction, "got a gradient"),
+    ("attention_context_tests", "attention_context", context_minus_inf_then_nan_to_num, "NaN in the gradient"),
+    ("attention_context_tests", "attention_context", context_normaliser_detached, "the normaliser"),
+    ("qkv_attention_tests", "qkv_attention", qkv_keys_detached, "no .detach() on the keys"),
+    ("qkv_attention_tests", "qkv_attention", qkv_values_detached, "no .detach() on the values"),
+    ("qkv_attention_tests", "qkv_attention", qkv_minus_inf_then_nan_to_num, "NaN in the gradient"),
+    ("qkv_attention_tests", "qkv_attention", qkv_log_normaliser_detached, "with respect to the queries"),
 ]
 
 *_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
