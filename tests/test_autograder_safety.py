@@ -13,6 +13,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -167,7 +168,8 @@ def test_exiting_or_killing_the_kernel(batch):
 
 
 def test_infinite_loops_are_stopped(batch):
-    assert score(batch, "infinite_loop") == 0 and "ran longer than 20 s" in problems(batch, "infinite_loop")
+    # stopped at 20 s of its own time, or, on a machine too busy to give it that within 3 x 20 s, by the backstop
+    assert score(batch, "infinite_loop") == 0 and re.search(r"ran longer than (3 × )?20 s", problems(batch, "infinite_loop"))
     assert score(batch, "loop_ignoring_interrupt") == 0
     # it ignores every signal the runner uses: the grader stops the kernel (reported as not answering, or as dead)
     assert "kernel" in problems(batch, "loop_ignoring_interrupt")
