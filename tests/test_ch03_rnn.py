@@ -178,7 +178,7 @@ def test_learner_mode_reaches_the_targets():
                       for split in margin}
         assert abs(results["dev_accuracy"] - seed0["dev_accuracy"]) <= margin["dev"], (results, seed0, margin)
         assert abs(results["accuracy"] - seed0["test_accuracy"]) <= margin["test"], (results, seed0, margin)
-    # §9: "with one-hot input the classifier falls below naive Bayes, on every seed"
+    # the appendix: "the classifier falls below naive Bayes, on every seed" (one-hot input)
     one_hot = [r for r in runs if r["variant"] == "one-hot input"]
     assert max(r["dev_accuracy"] for r in one_hot) < results["dev_baseline"], results
     assert max(r["test_accuracy"] for r in one_hot) < results["baseline"], results
@@ -195,10 +195,10 @@ def same_release(recorded: str, running: str) -> bool:
     return recorded.split("+")[0] == running.split("+")[0]
 
 
-# ---- the ablation of §9 (seqlab.name_ablation and its committed results) ---------------------------
+# ---- the ablation of the appendix (seqlab.name_ablation and its committed results) ---------------------------
 
 def ablation_cells() -> list[str]:
-    """The markdown cells of §9 that show a measured effect as a table whose header starts with 'ablation row'."""
+    """The markdown cells of the appendix that show a measured effect as a table whose header starts with 'ablation row'."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
     return [c.source for c in nb.cells if c.cell_type == "markdown" and "| ablation row |" in c.source]
 
@@ -269,7 +269,7 @@ def test_reference_model_switches():
         name_ablation.encode([Name("Ñu", "Spanish")], ["Spanish"])
 
 
-# What §9's prose says of each trick (the bold verdict in the cell that measures it), and what that
+# What the appendix's prose says of each trick (the bold verdict in the cell that measures it), and what that
 # verdict requires of the committed numbers (full minus variant, per split, over the seeds):
 #   "helps"                 every seed of the full model beats every seed of the variant, on dev and test
 #   "a small gain"          the full model's mean is higher on both splits and it is ahead on at least all but
@@ -316,8 +316,8 @@ def test_notebook_prose_agrees_with_the_ablation():
 
 
 def test_what_the_embedding_cell_says_of_its_other_rows():
-    """'with dropout on the final state only, the gap shrinks'; 'multiplying the one-hot vectors by 8 closes most
-    of the rest ... far less than the spread between seeds' (§9, the cell about the embedding)."""
+    """'with dropout on the final state only, the gap shrinks'; 'one-hot vectors times 8 close most of the rest
+    (...less than the spread between seeds)' (the appendix, the cell about the embedding)."""
     rows = name_ablation.summary(name_ablation.load_results())
     one_hot, state_only = rows["one-hot input"], rows["one-hot input, dropout on the state only"]
     scaled, full = rows["one-hot input ×8, dropout on the state only"], rows["full"]

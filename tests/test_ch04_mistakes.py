@@ -170,50 +170,6 @@ def path_other_correct(forget):
     return torch.cat([torch.flip(flipped, [0]), torch.ones_like(forget[:1])])
 
 
-# ---- forget_bias_init --------------------------------------------------------------------------
-
-def bias_only_in_ih(bias_ih, bias_hh, value):
-    H = bias_ih.shape[0] // 4
-    new = bias_ih.clone()
-    new[H:2 * H] = value
-    return new, bias_hh.clone()
-
-
-def bias_value_in_both(bias_ih, bias_hh, value):
-    H = bias_ih.shape[0] // 4
-    a, b = bias_ih.clone(), bias_hh.clone()
-    a[H:2 * H] = b[H:2 * H] = value
-    return a, b
-
-
-def bias_in_the_input_gate(bias_ih, bias_hh, value):
-    H = bias_ih.shape[0] // 4
-    a, b = bias_ih.clone(), bias_hh.clone()
-    a[:H], b[:H] = value, 0.0
-    return a, b
-
-
-def bias_changed_in_place(bias_ih, bias_hh, value):
-    H = bias_ih.shape[0] // 4
-    with torch.no_grad():
-        bias_ih[H:2 * H] = value
-        bias_hh[H:2 * H] = 0.0
-    return bias_ih, bias_hh
-
-
-def bias_hardcoded(bias_ih, bias_hh, value):
-    return (torch.tensor([0.0, 1.0, 1.0, 1.0, 4.0, 5.0, 6.0, 7.0]),
-            torch.tensor([0.0, -0.1, 0.0, 0.0, -0.4, -0.5, -0.6, -0.7]))
-
-
-def bias_other_correct(bias_ih, bias_hh, value):
-    H = bias_ih.numel() // 4
-    forget = torch.zeros_like(bias_ih, dtype=torch.bool)
-    forget[H:2 * H] = True
-    return (torch.where(forget, torch.full_like(bias_ih, value), bias_ih.detach()),
-            torch.where(forget, torch.zeros_like(bias_hh), bias_hh.detach()))
-
-
 # ---- run_padded --------------------------------------------------------------------------------
 
 def _run(x, lengths, weights, cell="lstm", state=None, *, freeze_h=True, freeze_c=True, zero_out=True, use_state=True):
@@ -390,11 +346,6 @@ WRONG = [
     ("cell_path_gradients_tests", "cell_path_gradients", path_products_of_earlier_gates),
     ("cell_path_gradients_tests", "cell_path_gradients", path_sum_of_gates),
     ("cell_path_gradients_tests", "cell_path_gradients", path_hardcoded),
-    ("forget_bias_init_tests", "forget_bias_init", bias_only_in_ih),
-    ("forget_bias_init_tests", "forget_bias_init", bias_value_in_both),
-    ("forget_bias_init_tests", "forget_bias_init", bias_in_the_input_gate),
-    ("forget_bias_init_tests", "forget_bias_init", bias_changed_in_place),
-    ("forget_bias_init_tests", "forget_bias_init", bias_hardcoded),
     ("run_padded_tests", "run_padded", padded_steps_update_the_state),
     ("run_padded_tests", "run_padded", padded_cell_state_not_frozen),
     ("run_padded_tests", "run_padded", padded_outputs_not_zeroed),
@@ -413,7 +364,6 @@ RIGHT = [
     ("gru_cell_tests", {"gru_cell": gru_other_correct}),
     ("lstm_cell_tests", {"lstm_cell": lstm_other_correct}),
     ("cell_path_gradients_tests", {"cell_path_gradients": path_other_correct}),
-    ("forget_bias_init_tests", {"forget_bias_init": bias_other_correct}),
     ("run_padded_tests", {"run_padded": padded_other_correct}),
     ("stacked_lstm_tests", {"stacked_lstm": stack_other_correct}),
     ("bidirectional_lstm_tests", {"bidirectional_lstm": bi_other_correct}),
