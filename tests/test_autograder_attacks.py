@@ -109,7 +109,9 @@ def test_hidden_tests_and_their_inputs_never_reach_feedback(graded):
     tests = [c for c in source.cells if is_graded_test(c)]
     hidden = [c.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0] for c in tests
               if "BEGIN HIDDEN TESTS" in c.source]
-    secrets = [line.strip() for part in hidden for line in part.splitlines() if len(line.strip()) > 25]
+    given = "\n".join(c.source for c in load("release", graded["chapter"])[0].cells)  # what every student sees anyway
+    secrets = [line.strip() for part in hidden for line in part.splitlines() if len(line.strip()) > 25
+               and line.strip() not in given]
     assert secrets, "the chapter has hidden tests"
     for student, page in graded["pages"].items():
         text = text_of(page)
