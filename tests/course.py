@@ -50,6 +50,20 @@ def is_graded_test(cell: Any) -> bool:
     return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+def hidden_test_lines(chapter: str) -> list[str]:
+    """What a leak check looks for in feedback: each line (over 25 characters) of the chapter's hidden tests that
+    the released notebook does not show anyway (a signature or an import the visible part has too is no secret)."""
+    hidden, given = [], set()
+    for path in sorted((SOLUTIONS / chapter).glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if is_graded_test(cell) and "### BEGIN HIDDEN TESTS" in cell.source:
+                block = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+                hidden += [line.strip() for line in block.splitlines() if len(line.strip()) > 25]
+        given |= {line.strip() for cell in nbformat.read(student_notebook(path), as_version=4).cells
+                  for line in cell.source.splitlines()}
+    return [line for line in hidden if line not in given]
+
+
 @contextlib.contextmanager
 def environment(**values: str | None) -> Iterator[None]:
     """Set (or with None, remove) environment variables for the duration; kernels inherit them."""

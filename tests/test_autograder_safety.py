@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from course import REPO, SOLUTIONS, is_graded_test
+from course import REPO, SOLUTIONS, hidden_test_lines, is_graded_test
 
 sys.path.insert(0, str(REPO / "autograder"))
 sys.path.insert(0, str(REPO / "tests"))
@@ -137,7 +137,7 @@ def test_hidden_tests_never_reach_the_student(batch):
     import nbformat
 
     assert score(batch, "read_frames") == 0
-    secrets = hidden_lines()
+    secrets = hidden_test_lines(BATCH)
     executed = nbformat.read(batch["workspace"] / "autograded" / "read_frames" / BATCH / f"{BATCH}.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" and not c.metadata.get("nbgrader")
                       for o in c.outputs if o.output_type == "stream")
@@ -213,23 +213,11 @@ def test_report_lists_non_test_losses_in_plain_words(batch):
     assert "## honest_solution /" not in report
 
 
-def hidden_lines() -> list[str]:
-    import nbformat
-
-    secrets = []
-    given = "\n".join(c.source for c in load("release", BATCH)[0].cells)  # what every student sees anyway
-    for cell in nbformat.read(next((SOLUTIONS / BATCH).glob("*.ipynb")), as_version=4).cells:
-        if "### BEGIN HIDDEN TESTS" in cell.source:
-            hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
-            secrets += [line.strip() for line in hidden.splitlines() if len(line.strip()) > 25 and line.strip() not in given]
-    return secrets
-
-
 def test_feedback_has_no_hidden_tests(batch):
     import html
     import re
 
-    secrets = hidden_lines()
+    secrets = hidden_test_lines(BATCH)
     pages = list((batch["workspace"] / "feedback").rglob("*.html"))
     assert len(pages) >= 20
     for page in pages:

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course import REPO, SOLUTIONS, is_graded_test, nbgrader_meta
+from course import REPO, SOLUTIONS, hidden_test_lines, is_graded_test, nbgrader_meta
 
 sys.path.insert(0, str(REPO / "autograder"))
 from course_preprocessors import KeepWarningsVisible, RedactTracebacks, is_only_warnings  # noqa: E402
@@ -43,16 +43,6 @@ def with_warning(source: Path, target: Path) -> None:
             cell.source = re.sub(r"^(\s*)### BEGIN SOLUTION\n", lambda m: f"{m.group(0)}{m.group(1)}{WARNING}\n",
                                  cell.source, flags=re.M)
     nbformat.write(nb, target)
-
-
-def hidden_test_lines(chapter: str) -> list[str]:
-    lines = []
-    for path in (SOLUTIONS / chapter).glob("*.ipynb"):
-        for cell in nbformat.read(path, as_version=4).cells:
-            if is_graded_test(cell) and "### BEGIN HIDDEN TESTS" in cell.source:
-                hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
-                lines += [line.strip() for line in hidden.splitlines() if len(line.strip()) > 25]
-    return lines
 
 
 def visible_text(page: str) -> str:
