@@ -252,3 +252,14 @@ def record(name: str, **figures: Any) -> None:
     """Keep measured figures under build/results/ (printed at the end of the test session)."""
     BUILD.joinpath("results").mkdir(parents=True, exist_ok=True)
     BUILD.joinpath("results", f"{name}.json").write_text(json.dumps(figures, indent=1, default=str))
+
+
+def check_grader_timings(timings: list[dict]) -> None:
+    """The timings of an honest result.json's notebooks: what the second kernel costs is accounted for
+    (benchmark.py reports it): every chapter's tests call the student's code, and the wire's share of those
+    calls is neither negative nor more than the calls."""
+    for t in timings:
+        assert t["calls"] > 0, f"no call from a test reached the student's code: {t}"
+        assert 0 <= t["student_code_s"] <= t["calls_s"] <= t["test_cells_s"] + 0.01 <= t["run_s"] + 0.01, t
+        assert t["wire_s"] == pytest.approx(t["calls_s"] - t["student_code_s"], abs=0.002), t
+        assert 0 <= t["course_rerun_s"] < t["run_s"], t

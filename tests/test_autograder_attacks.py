@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course import REPO, SOLUTIONS, hidden_test_lines, is_graded_test
+from course import REPO, SOLUTIONS, check_grader_timings, hidden_test_lines, is_graded_test
 from test_autograder_feedback import Active
 from test_autograder_safety import grade, tree_hash
 
@@ -92,6 +92,7 @@ def test_every_attack_is_graded_with_zero_and_the_honest_student_after_them_keep
     assert all(scores[s] == 0 for s in graded["kinds"]), {s: scores[s] for s in graded["kinds"] if scores[s]}
     honest = graded["rows"][HONEST]
     assert float(honest["score"]) == float(honest["max_score"]) > 0 and not honest["problems"], honest
+    check_grader_timings([entry.get("timings", {}) for entry in graded["results"][HONEST]["notebooks"].values()])
     assert not graded["changed"], f"files outside the workspace changed: {graded['changed'][:10]}"
     assert set(graded["pages"]) >= set(graded["rows"]), "a student without a feedback page"
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import re
 import time
 
 import numpy as np
 import pytest
 
-from course import load_definitions, record
+from course import SOLUTIONS, execute, load_definitions, reads_learner_run, record
 
 CHAPTER = "02-hidden-markov-models"
 
@@ -112,21 +113,30 @@ def test_pos_tagging_accuracy(ch):
 
 
 @pytest.mark.slow
-def test_baum_welch_recovers_the_casino(ch):
+def test_baum_welch_never_lowers_the_likelihood(ch):
     rng = np.random.default_rng(7)
     pi_true, A_true, B_true = ch["CASINO_PI"], ch["CASINO_A"], ch["CASINO_B"]
-    data = [ch["sample_hmm"](pi_true, A_true, B_true, 500, rng)[1] for _ in range(40)]  # 20,000 rolls
+    data = [ch["sample_hmm"](pi_true, A_true, B_true, 250, rng)[1] for _ in range(8)]  # the grading-mode data
     params = (np.log([0.5, 0.5]), np.log([[0.8, 0.2], [0.2, 0.8]]), np.log(rng.dirichlet(np.ones(6) * 20, size=2)))
     history = []
-    for _ in range(60):
+    for _ in range(15):
         pi, A, B, ll = ch["baum_welch_step"](*params, data)
         history.append(ll)
         params = tuple(ch["safe_log"](x) for x in (pi, A, B))
     assert all(b >= a - 1e-7 for a, b in zip(history, history[1:])), "the log-likelihood decreased"
-    A, B = np.exp(params[1]), np.exp(params[2])
-    error_A, error_B = min(
-        (np.abs(A[np.ix_(p, p)] - A_true).max(), np.abs(B[list(p)] - B_true).max())
-        for p in itertools.permutations(range(2)))
-    record("ch02_baum_welch", observations=20_000, iterations=60, max_error_A=round(float(error_A), 4),
-           max_error_B=round(float(error_B), 4))
+
+
+# The notebook's own run of 60 iterations on 20,000 rolls (the chapter's learner run, which the suite makes once
+# anyway) is the recovery measured: running it again here cost 90 s of the suite's time.
+@reads_learner_run(CHAPTER)
+def test_baum_welch_recovers_the_casino_in_the_learner_run():
+    nb, _ = execute(SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb", grading=False)
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    run = re.search(r"(\d+) iterations on ([\d,]+) rolls .*?smallest change of the log-likelihood: ([-+][\d.]+)", printed)
+    errors = re.search(r"largest error: A ([\d.]+), B ([\d.]+)", printed)
+    assert run and errors, "the notebook no longer prints its Baum-Welch run as this test reads it"
+    error_A, error_B = float(errors.group(1)), float(errors.group(2))
+    record("ch02_baum_welch", observations=int(run.group(2).replace(",", "")), iterations=int(run.group(1)),
+           max_error_A=error_A, max_error_B=error_B)
+    assert float(run.group(3)) >= -1e-4, "the log-likelihood decreased during the notebook's run"
     assert error_A <= 0.05 and error_B <= 0.05

@@ -21,8 +21,9 @@ from workspace import make_workspace  # noqa: E402
 
 WARNING = '__import__("warnings").warn("this call will change in a future release", FutureWarning)'
 # Plain nbgrader's pipeline (its configuration and the course's preprocessors) does not depend on the chapter, so
-# its round trip runs in a numpy and a torch chapter; every chapter's solution and release go through the
-# instructors' grader (test_autograder_chapters.py) and run in grading mode (test_notebooks.py).
+# its round trip runs in a numpy and a torch chapter; every chapter's solution goes through the instructors'
+# grader (test_autograder_chapters.py and the batches it names), and solution and release run in grading mode
+# (test_notebooks.py).
 ROUND_TRIP_CHAPTERS = ["01-ngram-language-models", "08-transformers"]
 
 
