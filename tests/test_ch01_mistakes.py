@@ -343,6 +343,234 @@ def sample_removes_bos_from_vocab(prob, vocab, n, rng, max_len=40):
     return BASE["sample_sentence"](prob, vocab, n, rng, max_len)
 
 
+# ---- issue 25: every input class the specification names (edge inputs, defaults, types, in place) ----
+
+def vocab_default_min_count_1(sentences, min_count=1):
+    """The right algorithm with the wrong default."""
+    return BASE["build_vocab"](sentences, min_count)
+
+
+def vocab_concatenate_crashes_on_empty(sentences, min_count=2):
+    """np.concatenate of no sentences raises a ValueError."""
+    words, counts = np.unique(np.concatenate([np.asarray(s, dtype=str) for s in sentences]), return_counts=True)
+    kept = [(int(-c), str(w)) for w, c in zip(words, counts) if c >= min_count and w not in (UNK, BOS, EOS)]
+    return [UNK, BOS, EOS] + [w for _, w in sorted(kept)]
+
+
+def vocab_strips_specials_in_place(sentences, min_count=2):
+    """Takes the special tokens out of the caller's sentences before counting."""
+    for sentence in sentences:
+        sentence[:] = [w for w in sentence if w not in (UNK, BOS, EOS)]
+    return BASE["build_vocab"](sentences, min_count)
+
+
+def vocab_numpy_correct(sentences, min_count=2):
+    """np.unique with counts and a lexsort; no words at all handled first."""
+    words = [w for s in sentences for w in s]
+    if not words:
+        return [UNK, BOS, EOS]
+    unique, counts = np.unique(np.array(words, dtype=object).astype(str), return_counts=True)
+    order = np.lexsort((unique, -counts))  # by -count, then alphabetically
+    return [UNK, BOS, EOS] + [str(unique[i]) for i in order if counts[i] >= min_count and unique[i] not in (UNK, BOS, EOS)]
+
+
+def counts_hardcoded(sentences, n):
+    if sentences == [["a", "b"], ["a"]]:
+        return ({("<s>",): Counter({"a": 2}), ("a",): Counter({"b": 1, "</s>": 1}), ("b",): Counter({"</s>": 1})}
+                if n == 2 else {(): Counter({"a": 2, "b": 1, "</s>": 2})})
+    return {}
+
+
+def counts_plain_dicts(sentences, n):
+    """Plain dicts of counts instead of Counters: a word never seen after a context is a KeyError downstream."""
+    return {h: dict(c) for h, c in BASE["count_ngrams"](sentences, n).items()}
+
+
+def counts_skip_empty_sentences(sentences, n):
+    return BASE["count_ngrams"]([s for s in sentences if s], n)
+
+
+def counts_raises_only_for_zero(sentences, n):
+    if n == 0:
+        raise ValueError("n must be at least 1")
+    table = defaultdict(Counter)
+    for s in sentences:
+        padded = [BOS] * (n - 1) + list(s) + [EOS]
+        for t in range(n - 1, len(padded)):
+            table[tuple(padded[t - n + 1:t])][padded[t]] += 1
+    return dict(table)
+
+
+def counts_asserts_n(sentences, n):
+    """An assert where the documented error is a ValueError."""
+    assert n >= 1, "n must be at least 1"
+    return BASE["count_ngrams"](sentences, n)
+
+
+def mle_keyerror_for_unseen_context(table, word, context):
+    return table.count(context, word) / table.total[context]
+
+
+def mle_zero_division(table, word, context):
+    """Tests whether the context is a key, not whether c(h) = 0."""
+    if context not in table.total:
+        return 0.0
+    return table.count(context, word) / table.total[context]
+
+
+def mle_setdefault_in_place(table, word, context):
+    """Right values, but it adds the unseen context to the caller's table."""
+    total = table.total.setdefault(context, 0)
+    return table.count(context, word) / total if total else 0.0
+
+
+def logprob_hardcoded(prob, sentence, n):
+    if sentence == ["a", "b", "c"]:
+        return -8.0
+    if sentence == ["a", "b"]:
+        return -math.inf
+    return 0.0
+
+
+def perplexity_hardcoded(prob, sentences, n):
+    if sentences == [["a", "b", "c"], ["d"]]:
+        return 4.0
+    if sentences == [["a"], ["a", "b"]]:
+        return math.inf
+    return 1.0
+
+
+def logprob_empty_sentence_is_zero(prob, sentence, n):
+    if not sentence:
+        return 0.0
+    return BASE["sentence_logprob"](prob, sentence, n)
+
+
+def logprob_appends_eos_in_place(prob, sentence, n):
+    """Appends </s> to the caller's sentence."""
+    sentence.append(EOS)
+    padded = [BOS] * (n - 1) + sentence
+    total = 0.0
+    for t in range(n - 1, len(padded)):
+        p = prob(padded[t], tuple(padded[t - n + 1:t]))
+        if p <= 0:
+            return -math.inf
+        total += math.log2(p)
+    return total
+
+
+def perplexity_appends_eos_in_place(prob, sentences, n):
+    """Right value, but it appends </s> to every caller's sentence to count the predictions."""
+    total, predicted = 0.0, 0
+    for sentence in sentences:
+        total += BASE["sentence_logprob"](prob, sentence, n)
+        sentence.append(EOS)
+        predicted += len(sentence)
+    return 2.0 ** (-total / predicted)
+
+
+def addk_hardcoded(table, word, context, k, vocab_size):
+    """The visible test's numbers; the uniform 1/V (which sums to 1) anywhere else."""
+    known = {("b", ("a",), 1.0): 2 / 7, ("<unk>", ("a",), 0.5): 0.1}
+    return known.get((word, context, k), 1 / vocab_size)
+
+
+def addk_setdefault_in_place(table, word, context, k, vocab_size):
+    """Right values, but it adds an unseen context to the caller's table."""
+    followers = table.counts.setdefault(context, Counter())
+    return (followers[word] + k) / (sum(followers.values()) + k * vocab_size)
+
+
+def continuation_hardcoded(counts):
+    if ("x", "y") in counts:
+        return {("b",): Counter({"c": 2, "d": 1}), ("y",): Counter({"c": 1})}
+    if ("a",) in counts:
+        return {(): Counter({"c": 2})}
+    return {}
+
+
+def continuation_order_from_first_key(counts):
+    """Reads the order from the first key: StopIteration for no counts at all."""
+    order = len(next(iter(counts)))
+    out = defaultdict(Counter)
+    for h, followers in counts.items():
+        for w, c in followers.items():
+            if c > 0:
+                out[h[1:order]][w] += 1
+    return dict(out)
+
+
+def continuation_counts_zero_entries(counts):
+    """Counts every key of a Counter, also one whose count is 0."""
+    out = defaultdict(Counter)
+    for h, followers in counts.items():
+        for w in followers:
+            out[h[1:]][w] += 1
+    return dict(out)
+
+
+def continuation_plain_dicts(counts):
+    out: dict = {}
+    for h, followers in counts.items():
+        for w, c in followers.items():
+            if c > 0:
+                out.setdefault(h[1:], {})[w] = out.get(h[1:], {}).get(w, 0) + 1
+    return out
+
+
+def kn_hardcoded(word, context, kn_tables, discount=0.75):
+    """The visible test's three numbers; the continuation unigram (which sums to 1) anywhere else."""
+    p_c_given_b = (0.25 + 0.75 * 3 * 0.25) / 3
+    known = {("b", ()): 2 / 8, ("c", ("b",)): p_c_given_b, ("c", ("a", "b")): (0.25 + 0.75 * 2 * p_c_given_b) / 2}
+    if (word, context) in known:
+        return known[(word, context)]
+    return kn_tables[0].count((), word) / kn_tables[0].total[()]
+
+
+def kn_setdefault_in_place(word, context, kn_tables, discount=0.75):
+    """Right values, but it records c(h) = 0 for every unseen context in the caller's tables."""
+    table = kn_tables[len(context)]
+    if not context:
+        return table.count((), word) / table.total[()]
+    lower = kn_setdefault_in_place(word, context[1:], kn_tables, discount)
+    total = table.total.setdefault(context, 0)
+    if total == 0:
+        return lower
+    return (max(table.count(context, word) - discount, 0.0) + discount * table.distinct[context] * lower) / total
+
+
+def kn_loop_correct(word, context, kn_tables, discount=0.75):
+    """Bottom up with a loop, the shorter context first (the hidden reference's way, written again)."""
+    p = kn_tables[0].count((), word) / kn_tables[0].total[()]
+    for length in range(1, len(context) + 1):
+        table, h = kn_tables[length], tuple(context[len(context) - length:])
+        total = table.total.get(h, 0)
+        if total > 0:
+            p = (max(table.count(h, word) - discount, 0) + discount * table.distinct[h] * p) / total
+    return float(p)
+
+
+def sample_hardcoded(prob, vocab, n, rng, max_len=40):
+    if "a" in vocab and "b" in vocab:
+        return ["a", "b", "c"][:max_len]
+    return []
+
+
+def sample_default_max_len_100(prob, vocab, n, rng, max_len=100):
+    return BASE["sample_sentence"](prob, vocab, n, rng, max_len)
+
+
+def sample_removes_bos_from_copy(prob, vocab, n, rng, max_len=40):
+    """list.remove raises a ValueError when vocab has no <s>."""
+    candidates = list(vocab)
+    candidates.remove(BOS)
+    return BASE["sample_sentence"](prob, candidates, n, rng, max_len)
+
+
+def sample_returns_array(prob, vocab, n, rng, max_len=40):
+    return np.array(BASE["sample_sentence"](prob, vocab, n, rng, max_len))
+
+
 WRONG = [
     ("build_vocab_tests", "build_vocab", vocab_hardcoded),
     ("build_vocab_tests", "build_vocab", vocab_strictly_greater),
@@ -372,6 +600,35 @@ WRONG = [
     ("continuation_counts_tests", "continuation_counts", continuation_destroys_input),
     ("kn_prob_tests", "kn_prob", kn_unseen_jumps_to_unigram),
     ("sample_sentence_tests", "sample_sentence", sample_removes_bos_from_vocab),
+    # issue 25
+    ("build_vocab_tests", "build_vocab", vocab_default_min_count_1),
+    ("build_vocab_tests", "build_vocab", vocab_concatenate_crashes_on_empty),
+    ("build_vocab_tests", "build_vocab", vocab_strips_specials_in_place),
+    ("count_ngrams_tests", "count_ngrams", counts_hardcoded),
+    ("count_ngrams_tests", "count_ngrams", counts_plain_dicts),
+    ("count_ngrams_tests", "count_ngrams", counts_skip_empty_sentences),
+    ("count_ngrams_tests", "count_ngrams", counts_raises_only_for_zero),
+    ("count_ngrams_tests", "count_ngrams", counts_asserts_n),
+    ("mle_prob_tests", "mle_prob", mle_keyerror_for_unseen_context),
+    ("mle_prob_tests", "mle_prob", mle_zero_division),
+    ("mle_prob_tests", "mle_prob", mle_setdefault_in_place),
+    ("perplexity_tests", "sentence_logprob", logprob_hardcoded),
+    ("perplexity_tests", "perplexity", perplexity_hardcoded),
+    ("perplexity_tests", "sentence_logprob", logprob_empty_sentence_is_zero),
+    ("perplexity_tests", "sentence_logprob", logprob_appends_eos_in_place),
+    ("perplexity_tests", "perplexity", perplexity_appends_eos_in_place),
+    ("addk_prob_tests", "addk_prob", addk_hardcoded),
+    ("addk_prob_tests", "addk_prob", addk_setdefault_in_place),
+    ("continuation_counts_tests", "continuation_counts", continuation_hardcoded),
+    ("continuation_counts_tests", "continuation_counts", continuation_order_from_first_key),
+    ("continuation_counts_tests", "continuation_counts", continuation_counts_zero_entries),
+    ("continuation_counts_tests", "continuation_counts", continuation_plain_dicts),
+    ("kn_prob_tests", "kn_prob", kn_hardcoded),
+    ("kn_prob_tests", "kn_prob", kn_setdefault_in_place),
+    ("sample_sentence_tests", "sample_sentence", sample_hardcoded),
+    ("sample_sentence_tests", "sample_sentence", sample_default_max_len_100),
+    ("sample_sentence_tests", "sample_sentence", sample_removes_bos_from_copy),
+    ("sample_sentence_tests", "sample_sentence", sample_returns_array),
 ]
 
 RIGHT = [
@@ -383,6 +640,8 @@ RIGHT = [
     ("continuation_counts_tests", {"continuation_counts": continuation_other_correct}),
     ("kn_prob_tests", {"kn_prob": kn_other_correct}),
     ("sample_sentence_tests", {"sample_sentence": sample_other_correct}),
+    ("build_vocab_tests", {"build_vocab": vocab_numpy_correct}),
+    ("kn_prob_tests", {"kn_prob": kn_loop_correct}),
 ]
 
 
@@ -399,6 +658,27 @@ HIDDEN = [
     ("continuation_counts_tests", "continuation_counts", continuation_destroys_input, "in place"),
     ("kn_prob_tests", "kn_prob", kn_unseen_jumps_to_unigram, "context[1:]"),
     ("sample_sentence_tests", "sample_sentence", sample_removes_bos_from_vocab, "in place"),
+    # issue 25
+    ("build_vocab_tests", "build_vocab", vocab_default_min_count_1, "default"),
+    ("build_vocab_tests", "build_vocab", vocab_concatenate_crashes_on_empty, "no words at all"),
+    ("build_vocab_tests", "build_vocab", vocab_strips_specials_in_place, "in place"),
+    ("count_ngrams_tests", "count_ngrams", counts_plain_dicts, "collections.Counter"),
+    ("count_ngrams_tests", "count_ngrams", counts_skip_empty_sentences, "empty sentence"),
+    ("count_ngrams_tests", "count_ngrams", counts_raises_only_for_zero, "count_ngrams(sentences, -1)"),
+    ("count_ngrams_tests", "count_ngrams", counts_asserts_n, "ValueError"),
+    ("mle_prob_tests", "mle_prob", mle_zero_division, "c(h) = 0"),
+    ("mle_prob_tests", "mle_prob", mle_setdefault_in_place, "in place"),
+    ("perplexity_tests", "sentence_logprob", logprob_empty_sentence_is_zero, "empty sentence"),
+    ("perplexity_tests", "sentence_logprob", logprob_appends_eos_in_place, "in place"),
+    ("perplexity_tests", "perplexity", perplexity_appends_eos_in_place, "in place"),
+    ("addk_prob_tests", "addk_prob", addk_setdefault_in_place, "in place"),
+    ("continuation_counts_tests", "continuation_counts", continuation_order_from_first_key, "no counts at all"),
+    ("continuation_counts_tests", "continuation_counts", continuation_counts_zero_entries, "count of 0"),
+    ("continuation_counts_tests", "continuation_counts", continuation_plain_dicts, "collections.Counter"),
+    ("kn_prob_tests", "kn_prob", kn_setdefault_in_place, "in place"),
+    ("sample_sentence_tests", "sample_sentence", sample_default_max_len_100, "default"),
+    ("sample_sentence_tests", "sample_sentence", sample_removes_bos_from_copy, "without <s>"),
+    ("sample_sentence_tests", "sample_sentence", sample_returns_array, "list of str"),
 ]
 
 *_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)

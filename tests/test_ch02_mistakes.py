@@ -507,6 +507,182 @@ def posteriors_in_place(log_alpha, log_beta):
     return np.exp(log_alpha)
 
 
+# ---- issue 25: every input class the specification names (edge inputs, zero probabilities, defaults,
+# ---- types, ties, in place), and answers hard-coded to the visible tests' inputs ----------------
+
+def _key(args):
+    def plain(a):
+        if isinstance(a, list):
+            return [plain(x) for x in a]
+        return np.round(np.asarray(a, dtype=float), 9).tolist()
+    return repr([plain(a) for a in args])
+
+
+def _hardcoded(name, visible_calls, fallback):
+    """An answer hard-coded to the visible tests' inputs: the solution's results there, `fallback` anywhere else."""
+    table = {_key(args): BASE[name](*args) for args in visible_calls}
+
+    def hardcoded(*args):
+        key = _key(args)
+        return table[key] if key in table else fallback(*args)
+
+    hardcoded.__name__ = f"{name}_hardcoded"
+    return hardcoded
+
+
+_TOY = safe_log([0.6, 0.4]), safe_log([[0.7, 0.3], [0.2, 0.8]]), safe_log([[0.9, 0.1], [0.3, 0.7]])
+_TOY_OBS = np.array([1, 0, 0, 1, 1])
+_CASINO = safe_log(BASE["CASINO_PI"]), safe_log(BASE["CASINO_A"]), safe_log(BASE["CASINO_B"])
+
+forward_hardcoded = _hardcoded(
+    "forward_log", [(*_TOY, np.array(o)) for o in ([0], [0, 1], [0, 1, 1, 0], [1, 0, 0, 1, 1])],
+    lambda log_pi, log_A, log_B, obs: (np.zeros((len(obs), len(log_pi))), 0.0))
+backward_hardcoded = _hardcoded(
+    "backward_log", [(*_TOY[1:], np.array(o)) for o in ([0], [0, 1], [1, 0, 0, 1, 1])],
+    lambda log_A, log_B, obs: np.zeros((len(obs), len(log_A))))
+posteriors_hardcoded = _hardcoded(
+    "state_posteriors", [(np.log([[0.2, 0.6]]), np.log([[1.0, 1.0]])),
+                         (np.log([[0.2, 0.6], [0.1, 0.1]]), np.log([[0.5, 0.5], [1.0, 1.0]])),
+                         (np.array([[-1000.0, -1001.0]]), np.array([[-2.0, -1.0]]))],
+    lambda log_alpha, log_beta: np.full(np.shape(log_alpha), 1 / np.shape(log_alpha)[1]))
+
+
+def _viterbi_fallback(log_pi, log_A, log_B, obs):
+    T, N = len(obs), len(log_pi)
+    back = np.zeros((T, N), dtype=int)
+    back[0] = -1
+    return Trellis(np.zeros(T, dtype=int), 0.0, np.zeros((T, N)), back)
+
+
+viterbi_hardcoded = _hardcoded(
+    "viterbi", [(*_TOY, np.array([0])), (*_TOY, np.array([0, 1, 1])), (*_CASINO, np.array([0, 5]))], _viterbi_fallback)
+
+
+def _bw_fallback(log_pi, log_A, log_B, sequences):
+    N, M = np.shape(log_B)
+    return np.full(N, 1 / N), np.full((N, N), 1 / N), np.full((N, M), 1 / M), 0.0
+
+
+_BW_SEQS = [_TOY_OBS, np.array([0, 0, 1])]
+bw_hardcoded = _hardcoded(
+    "baum_welch_step", [(safe_log([0.5, 0.5]), safe_log([[0.5, 0.5], [0.5, 0.5]]), safe_log([[1.0, 0.0], [0.0, 1.0]]),
+                         [np.array([0, 1, 1, 0])]),
+                        (*_TOY, _BW_SEQS)], _bw_fallback)
+
+
+def sample_list_float_when_empty(pi, A, B, T, rng):
+    """Lists turned into arrays at the end: np.array([]) is float64 when T = 0."""
+    states, obs = [], []
+    for t in range(T):
+        states.append(int(rng.choice(len(pi), p=pi if t == 0 else A[states[-1]])))
+        obs.append(int(rng.choice(B.shape[1], p=B[states[-1]])))
+    return np.array(states), np.array(obs)
+
+
+def sample_first_state_outside_loop(pi, A, B, T, rng):
+    """Draws the first state before the loop: an IndexError when T = 0."""
+    states, obs = np.empty(T, dtype=int), np.empty(T, dtype=int)
+    states[0] = rng.choice(len(pi), p=pi)
+    obs[0] = rng.choice(B.shape[1], p=B[states[0]])
+    for t in range(1, T):
+        states[t] = rng.choice(len(pi), p=A[states[t - 1]])
+        obs[t] = rng.choice(B.shape[1], p=B[states[t]])
+    return states, obs
+
+
+def sample_float_arrays(pi, A, B, T, rng):
+    """np.zeros(T) is float64."""
+    states, obs = np.zeros(T), np.zeros(T)
+    for t in range(T):
+        states[t] = rng.choice(len(pi), p=pi if t == 0 else A[int(states[t - 1])])
+        obs[t] = rng.choice(B.shape[1], p=B[int(states[t])])
+    return states, obs
+
+
+def _with_epsilon(*log_params):
+    """Logs of probabilities with an epsilon added "to avoid log(0)": log 0 = -inf becomes about -69."""
+    return tuple(np.log(np.exp(p) + 1e-30) for p in log_params)
+
+
+def forward_log_epsilon(log_pi, log_A, log_B, obs):
+    return BASE["forward_log"](*_with_epsilon(log_pi, log_A, log_B), obs)
+
+
+def forward_aliases_log_pi(log_pi, log_A, log_B, obs):
+    """`first = log_pi` is no copy: `+=` adds the first emission into the caller's log_pi."""
+    log_alpha = np.empty((len(obs), len(log_pi)))
+    first = log_pi
+    first += log_B[:, obs[0]]
+    log_alpha[0] = first
+    for t in range(1, len(obs)):
+        log_alpha[t] = logsumexp(log_alpha[t - 1][:, None] + log_A, axis=0) + log_B[:, obs[t]]
+    return log_alpha, float(logsumexp(log_alpha[-1]))
+
+
+def backward_log_epsilon(log_A, log_B, obs):
+    return BASE["backward_log"](*_with_epsilon(log_A, log_B), obs)
+
+
+def viterbi_log_epsilon(log_pi, log_A, log_B, obs):
+    return BASE["viterbi"](*_with_epsilon(log_pi, log_A, log_B), obs)
+
+
+def viterbi_minus_one_for_unreachable(log_pi, log_A, log_B, obs):
+    """Keeps -1 as the back-pointer of a node whose every incoming score is -inf (no strict improvement on -inf)."""
+    T, N = len(obs), len(log_pi)
+    delta, back = np.empty((T, N)), np.full((T, N), -1, dtype=int)
+    delta[0] = log_pi + log_B[:, obs[0]]
+    for t in range(1, T):
+        for j in range(N):
+            best, best_i = -np.inf, -1
+            for i in range(N):
+                if delta[t - 1, i] + log_A[i, j] > best:
+                    best, best_i = delta[t - 1, i] + log_A[i, j], i
+            back[t, j] = best_i
+            delta[t, j] = best + log_B[j, obs[t]]
+    return _backtrack(delta, back)
+
+
+def viterbi_last_of_ties_correct(log_pi, log_A, log_B, obs):
+    """Ties go to the LAST best state (the specification leaves ties open)."""
+    T, N = len(obs), len(log_pi)
+    delta, back = np.empty((T, N)), np.full((T, N), -1, dtype=int)
+    delta[0] = log_pi + log_B[:, obs[0]]
+    for t in range(1, T):
+        scores = delta[t - 1][:, None] + log_A
+        back[t] = N - 1 - scores[::-1].argmax(axis=0)
+        delta[t] = scores.max(axis=0) + log_B[:, obs[t]]
+    path = np.empty(T, dtype=np.int64)
+    path[-1] = N - 1 - delta[-1][::-1].argmax()
+    for t in range(T - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return Trellis(path, float(delta[-1].max()), delta, back)
+
+
+def estimate_default_beta_0_1(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.1):
+    return BASE["estimate_hmm"](tag_seqs, obs_seqs, n_states, n_symbols, alpha, beta)
+
+
+def estimate_concatenate_crashes_on_empty(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    """Emissions counted over the concatenated sentences: np.concatenate of no sentences raises."""
+    first, transitions, _ = _counts(tag_seqs, obs_seqs, n_states, n_symbols)
+    emissions = np.zeros((n_states, n_symbols))
+    np.add.at(emissions, (np.concatenate(tag_seqs), np.concatenate(obs_seqs)), 1)
+    pi = (first + alpha) / (first.sum() + n_states * alpha)
+    A = (transitions + alpha) / (transitions.sum(axis=1, keepdims=True) + n_states * alpha)
+    B = (emissions + beta) / (emissions.sum(axis=1, keepdims=True) + n_symbols * beta)
+    return pi, A, B
+
+
+def bw_pops_sequences(log_pi, log_A, log_B, sequences):
+    """Right numbers, but `while sequences: sequences.pop()` empties the caller's list."""
+    todo = sequences
+    parts = []
+    while todo:
+        parts.append(todo.pop())
+    return BASE["baum_welch_step"](log_pi, log_A, log_B, parts[::-1])
+
+
 WRONG = [
     ("sample_hmm_tests", "sample_hmm", sample_hardcoded),
     ("sample_hmm_tests", "sample_hmm", sample_emits_from_previous_state),
@@ -548,6 +724,23 @@ WRONG = [
     ("baum_welch_step_tests", "baum_welch_step", bw_A_divided_by_visits_of_all_steps),
     ("baum_welch_step_tests", "baum_welch_step", bw_log_likelihood_of_new_parameters),
     ("state_posteriors_tests", "state_posteriors", posteriors_in_place),
+    # issue 25
+    ("sample_hmm_tests", "sample_hmm", sample_list_float_when_empty),
+    ("sample_hmm_tests", "sample_hmm", sample_first_state_outside_loop),
+    ("sample_hmm_tests", "sample_hmm", sample_float_arrays),
+    ("forward_log_tests", "forward_log", forward_hardcoded),
+    ("forward_log_tests", "forward_log", forward_log_epsilon),
+    ("forward_log_tests", "forward_log", forward_aliases_log_pi),
+    ("backward_log_tests", "backward_log", backward_hardcoded),
+    ("backward_log_tests", "backward_log", backward_log_epsilon),
+    ("state_posteriors_tests", "state_posteriors", posteriors_hardcoded),
+    ("viterbi_tests", "viterbi", viterbi_hardcoded),
+    ("viterbi_tests", "viterbi", viterbi_log_epsilon),
+    ("viterbi_tests", "viterbi", viterbi_minus_one_for_unreachable),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_default_beta_0_1),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_concatenate_crashes_on_empty),
+    ("baum_welch_step_tests", "baum_welch_step", bw_hardcoded),
+    ("baum_welch_step_tests", "baum_welch_step", bw_pops_sequences),
 ]
 
 RIGHT = [
@@ -558,6 +751,7 @@ RIGHT = [
     ("viterbi_tests", {"viterbi": viterbi_other_correct}),
     ("estimate_hmm_tests", {"estimate_hmm": estimate_other_correct}),
     ("baum_welch_step_tests", {"baum_welch_step": bw_other_correct}),
+    ("viterbi_tests", {"viterbi": viterbi_last_of_ties_correct}),
 ]
 
 
@@ -574,6 +768,17 @@ VISIBLE = [
 
 HIDDEN = [
     ("state_posteriors_tests", "state_posteriors", posteriors_in_place, "in place"),
+    # issue 25
+    ("sample_hmm_tests", "sample_hmm", sample_list_float_when_empty, "T=0"),
+    ("sample_hmm_tests", "sample_hmm", sample_first_state_outside_loop, "T=0"),
+    ("sample_hmm_tests", "sample_hmm", sample_float_arrays, "integer arrays"),
+    ("forward_log_tests", "forward_log", forward_log_epsilon, "zero probabilities"),
+    ("backward_log_tests", "backward_log", backward_log_epsilon, "zero probabilities"),
+    ("viterbi_tests", "viterbi", viterbi_log_epsilon, "zero probabilities"),
+    ("viterbi_tests", "viterbi", viterbi_minus_one_for_unreachable, "back-pointer"),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_default_beta_0_1, "default"),
+    ("estimate_hmm_tests", "estimate_hmm", estimate_concatenate_crashes_on_empty, "no sentences"),
+    ("baum_welch_step_tests", "baum_welch_step", bw_pops_sequences, "in place"),
 ]
 
 (test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
