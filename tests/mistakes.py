@@ -8,6 +8,7 @@ visible and hidden tests, against it.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 import nbformat
@@ -37,14 +38,25 @@ class GradedCells:
             self.earlier[grade_id] = {k: v for k, v in namespace.items() if k not in self.base and not k.startswith("_")}
             exec(compile(source, grade_id, "exec"), namespace)
 
+    def fresh_earlier(self, grade_id: str) -> dict[str, Any]:
+        """What earlier test cells left (toy data), copied: a planted mistake that changes an argument in place must
+        not change it for the cases after it."""
+        fresh = {}
+        for name, value in self.earlier[grade_id].items():
+            try:
+                fresh[name] = copy.deepcopy(value)
+            except Exception:  # noqa: BLE001 - what cannot be copied (a module, a generator) is shared as before
+                fresh[name] = value
+        return fresh
+
     def run(self, grade_id: str, **replacements: Any) -> None:
-        namespace = {**self.base, **self.earlier[grade_id], **replacements}
+        namespace = {**self.base, **self.fresh_earlier(grade_id), **replacements}
         exec(compile(self.sources[grade_id], grade_id, "exec"), namespace)
 
     def run_visible(self, grade_id: str, **replacements: Any) -> None:
         """Only the visible part of a test cell: what a self-learner sees."""
         visible = self.sources[grade_id].split("### BEGIN HIDDEN TESTS")[0]
-        namespace = {**self.base, **self.earlier[grade_id], **replacements}
+        namespace = {**self.base, **self.fresh_earlier(grade_id), **replacements}
         exec(compile(visible, grade_id + " (visible)", "exec"), namespace)
 
 

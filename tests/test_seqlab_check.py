@@ -94,3 +94,20 @@ def test_passed_prints_one_plain_line_to_stdout_that_says_these_were_the_visible
     assert err == "", "a test cell must never write to stderr (nbgrader zeroes the cell)"
     assert out == "✓ build_vocab: the toy corpus, min_count=2 (visible checks passed; hidden tests run at grading)\n"
     assert "\x1b" not in out and "<" not in out, "plain text: no colour codes, no HTML"
+
+
+def test_call_named_names_the_call_in_every_failure():
+    from seqlab.check import call_named
+
+    assert call_named("len of a list", len, [1, 2]) == 2
+    with pytest.raises(CheckFailed, match=r"^mean of \[\]: raised ZeroDivisionError: division by zero") as failed:
+        call_named("mean of []", lambda xs: sum(xs) / len(xs), [], hint="an empty list has no mean")
+    assert failed.value.hint == "an empty list has no mean" and failed.value.__cause__ is None
+
+    def append_in_place(xs):
+        xs.append(0)
+        return xs
+
+    with pytest.raises(CheckFailed, match=r"^append to \[1\]: the call changed its argument 1 in place"):
+        call_named("append to [1]", append_in_place, [1])
+    assert call_named("append to [1]", append_in_place, [1], check_args=False) == [1, 0]

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["CheckFailed", "expect", "expect_equal", "expect_close", "expect_raises", "expect_same", "first_difference",
+__all__ = ["CheckFailed", "expect", "expect_equal", "expect_close", "expect_raises", "expect_same", "first_difference", "call_named",
            "call_unchanged", "passed", "PASSED_NOTE"]
 
 _short = reprlib.Repr()
@@ -177,6 +177,19 @@ def call_unchanged(function: Callable[..., Any], *args: Any, **kwargs: Any) -> A
                + (f" (at {found[0].strip() or 'the top level'}: it was {found[2]!r:.60}, now {found[1]!r:.60})" if found else ""),
                hint="work on a copy (list(x), x.copy(), x + y instead of x += y); never modify the inputs")
     return result
+
+
+def call_named(what: str, function: Callable[..., Any], *args: Any, hint: str | None = None, check_args: bool = True,
+               **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` for a test, named ``what`` in any failure: its arguments must come back
+    unchanged (``call_unchanged``; ``check_args=False`` skips that), and an error raised inside it fails the test
+    with the call's name and the error's type, never as a traceback from inside the student's code."""
+    try:
+        return call_unchanged(function, *args, **kwargs) if check_args else function(*args, **kwargs)
+    except CheckFailed as failed:
+        raise CheckFailed(f"{what}: {failed.message}", failed.hint) from None
+    except Exception as error:  # noqa: BLE001 - the student's code failed: say where, not a traceback
+        raise CheckFailed(f"{what}: raised {type(error).__name__}: {error}", hint) from None
 
 
 PASSED_NOTE = "visible checks passed; hidden tests run at grading"
