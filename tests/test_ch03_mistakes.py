@@ -554,6 +554,304 @@ RIGHT = [
 ]
 
 
+# ---- issue 25: every input class the specification names (written before the hidden tests) ---------
+
+def one_hot_cuts_in_place(strings, alphabet, max_len=None):
+    """Cuts the caller's list of strings in place."""
+    if max_len is not None:
+        for i, s in enumerate(strings):
+            strings[i] = s[:max_len]
+    return BASE["one_hot_batch"](strings, alphabet)
+
+
+def one_hot_keeps_the_end(strings, alphabet, max_len=None):
+    """max_len keeps the last characters instead of the first."""
+    return BASE["one_hot_batch"]([s if max_len is None else s[-max_len:] for s in strings], alphabet)
+
+
+def cell_shifts_b_y_in_place(x_t, a_prev, params):
+    """Shifts the output bias by its maximum (softmax does not change), in the caller's params."""
+    params["b_y"] -= params["b_y"].max()
+    return BASE["rnn_cell_forward"](x_t, a_prev, params)
+
+
+def cell_hardcoded(x_t, a_prev, params):
+    """Right for the visible checks, where W_ya and b_y are zero: y_hat is always uniform."""
+    a_next = np.tanh(a_prev @ params["W_aa"].T + x_t @ params["W_ax"].T + params["b_a"])
+    K = params["b_y"].shape[0]
+    return a_next, np.full((a_next.shape[0], K), 1.0 / K)
+
+
+def forward_updates_a0_in_place(X, a0, params):
+    """Keeps the state in a0 itself: a = a0, then a[...] = the new state."""
+    B, T, _ = X.shape
+    A, Y = np.zeros((B, T, params["W_aa"].shape[0])), np.zeros((B, T, params["W_ya"].shape[0]))
+    a = a0
+    for t in range(T):
+        a_new, Y[:, t] = BASE["rnn_cell_forward"](X[:, t], a, params)
+        a[...] = a_new
+        A[:, t] = a
+    return A, Y, {"X": X, "a0": a0, "A": A}
+
+
+def forward_two_steps_only(X, a0, params):
+    """Hard-coded to the visible checks (A[:, 0] and A[:, 1]): from step 3 on, every step restarts from a0."""
+    B, T, _ = X.shape
+    A, Y = np.zeros((B, T, params["W_aa"].shape[0])), np.zeros((B, T, params["W_ya"].shape[0]))
+    a = a0
+    for t in range(T):
+        a, Y[:, t] = BASE["rnn_cell_forward"](X[:, t], a if t < 2 else a0, params)
+        A[:, t] = a
+    return A, Y, {"X": X, "a0": a0, "A": A}
+
+
+def forward_squeezes(X, a0, params):
+    """squeeze() on the results: wrong shapes for B = 1 or T = 1."""
+    A, Y, _ = BASE["rnn_forward"](X, a0, params)
+    A, Y = A.squeeze(), Y.squeeze()
+    return A, Y, {"X": X, "a0": a0, "A": A}
+
+
+def forward_updates_a_copy_in_place(X, a0, params):
+    """Correct: the state lives in a copy of a0, updated in place."""
+    B, T, _ = X.shape
+    A, Y = np.empty((B, T, params["W_aa"].shape[0])), np.empty((B, T, params["W_ya"].shape[0]))
+    a = a0.copy()
+    for t in range(T):
+        a_new, Y[:, t] = BASE["rnn_cell_forward"](X[:, t], a, params)
+        a[...] = a_new
+        A[:, t] = a
+    return A, Y, {"X": X, "a0": a0, "A": A}
+
+
+def backward_adds_into_dA(dA, cache, params):
+    """Carries the gradient to step t - 1 by adding it into the caller's dA."""
+    X, a0, A = cache["X"], cache["a0"], cache["A"]
+    B, T, V = X.shape
+    grads = {"W_ax": np.zeros_like(params["W_ax"]), "W_aa": np.zeros_like(params["W_aa"]),
+             "b_a": np.zeros_like(params["b_a"]), "X": np.zeros((B, T, V))}
+    for t in reversed(range(T)):
+        a_prev = A[:, t - 1] if t > 0 else a0
+        dz = dA[:, t] * (1.0 - A[:, t] ** 2)
+        grads["W_ax"] += dz.T @ X[:, t]
+        grads["W_aa"] += dz.T @ a_prev
+        grads["b_a"] += dz.sum(axis=0)
+        grads["X"][:, t] = dz @ params["W_ax"]
+        if t > 0:
+            dA[:, t - 1] += dz @ params["W_aa"]
+        else:
+            grads["a0"] = dz @ params["W_aa"]
+    return grads
+
+
+def backward_hardcoded(dA, cache, params):
+    """Right for the visible shapes (B=2, T=3, V=3), zeros for every other input."""
+    if np.shape(cache["X"]) == (2, 3, 3):
+        return BASE["rnn_backward"](dA, cache, params)
+    B, T, V = np.shape(cache["X"])
+    return {"W_ax": np.zeros_like(params["W_ax"]), "W_aa": np.zeros_like(params["W_aa"]), "b_a": np.zeros_like(params["b_a"]),
+            "a0": np.zeros_like(cache["a0"]), "X": np.zeros((B, T, V))}
+
+
+def clip_stack_of_norms(parameters, max_norm):
+    """torch.stack of the per-tensor norms: fails when no parameter has a gradient."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = float(torch.stack([g.double().norm() for g in grads]).norm())
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / total)
+    return total
+
+
+def clip_hardcoded(parameters, max_norm):
+    """Hard-coded to the visible checks' two tensors: the norm of the first two gradients only."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads[:2]))
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / total)
+    return total
+
+
+class ClassifierEnforceSorted(_ClassifierBase):
+    """pack_padded_sequence with enforce_sorted left at True: right only for lengths in decreasing order."""
+
+    def forward(self, ids, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.dropout(self.embed(ids)), lengths.cpu(), batch_first=True)
+        return self.out(self.dropout(self.rnn(packed)[1][0]))
+
+
+class ClassifierZerosPaddingInPlace(_ClassifierBase):
+    """Zeroes the padding of the caller's ids in place before packing."""
+
+    def forward(self, ids, lengths):
+        ids.masked_fill_(torch.arange(ids.shape[1])[None, :] >= lengths[:, None], 0)
+        packed = nn.utils.rnn.pack_padded_sequence(self.dropout(self.embed(ids)), lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        return self.out(self.dropout(self.rnn(packed)[1][0]))
+
+
+class ClassifierDropoutInEval(_ClassifierBase):
+    """F.dropout without training=self.training: dropout stays on in eval mode."""
+
+    def forward(self, ids, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(F.dropout(self.embed(ids), self.dropout.p), lengths.cpu(),
+                                                   batch_first=True, enforce_sorted=False)
+        return self.out(F.dropout(self.rnn(packed)[1][0], self.dropout.p))
+
+
+class ClassifierHardcoded(_ClassifierBase):
+    """Looks up the visible batches: the right state for lengths (4, 2, 1) and (2,), the last column otherwise."""
+
+    def forward(self, ids, lengths):
+        output, _ = self.rnn(self.dropout(self.embed(ids)))
+        if lengths.tolist() in ([4, 2, 1], [2]):
+            idx = lengths - 1
+        else:
+            idx = torch.full_like(lengths, ids.shape[1] - 1)
+        return self.out(self.dropout(output[torch.arange(len(ids)), idx]))
+
+
+def step_ignores_max_norm(model, optimizer, ids, lengths, labels, max_norm=1.0, label_smoothing=0.0):
+    """Always clips to the default 1.0."""
+    return BASE["train_step"](model, optimizer, ids, lengths, labels, 1.0, label_smoothing)
+
+
+def step_sorts_batch_in_place(model, optimizer, ids, lengths, labels, max_norm=1.0, label_smoothing=0.0):
+    """Sorts the caller's batch by length, in place (the loss is the same, the caller's tensors are not)."""
+    order = torch.argsort(lengths, descending=True)
+    ids[:], lengths[:], labels[:] = ids[order].clone(), lengths[order].clone(), labels[order].clone()
+    return BASE["train_step"](model, optimizer, ids, lengths, labels, max_norm, label_smoothing)
+
+
+def step_sorts_a_copy(model, optimizer, ids, lengths, labels, max_norm=1.0, label_smoothing=0.0):
+    """Correct: sorts a copy of the batch by length (the mean loss does not depend on the order)."""
+    order = torch.argsort(lengths, descending=True)
+    return BASE["train_step"](model, optimizer, ids[order], lengths[order], labels[order], max_norm, label_smoothing)
+
+
+def loss_without_graph(logits, targets, lengths):
+    """The right value, as a new tensor: no autograd graph back to the logits."""
+    return torch.tensor(BASE["masked_lm_loss"](logits, targets, lengths).item())
+
+
+def loss_masks_targets_in_place(logits, targets, lengths):
+    """Writes ignore_index into the caller's targets at the padding."""
+    targets[torch.arange(logits.shape[1])[None, :] >= lengths[:, None]] = -100
+    return F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=-100)
+
+
+def loss_hardcoded(logits, targets, lengths):
+    """Looks up the visible batches; counts the padding everywhere else."""
+    if (tuple(logits.shape), tuple(lengths.tolist())) in {((2, 3, 4), (3, 1)), ((1, 3, 4), (2,))}:
+        return BASE["masked_lm_loss"](logits, targets, lengths)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def loss_masked_mean_other_correct(logits, targets, lengths):
+    """Correct: log_softmax and gather, a float mask, the sum over the number of real positions."""
+    logp = torch.log_softmax(logits, dim=-1).gather(2, targets[:, :, None])[:, :, 0]  # (B, T)
+    mask = (torch.arange(logits.shape[1])[None, :] < lengths[:, None]).to(logits.dtype)
+    return -(logp * mask).sum() / mask.sum()
+
+
+class WindowFixedThree(_WindowBase):
+    """Hard-codes the visible context of 3 in forward: a size mismatch for any other context."""
+
+    def forward(self, ids):
+        return self._mlp(F.pad(ids, (2, 0)).unfold(1, 3, 1))
+
+
+class WindowSqueezes(_WindowBase):
+    """squeeze() on the logits: wrong shapes for B = 1 or T = 1."""
+
+    def forward(self, ids):
+        return self._mlp(F.pad(ids, (self.context - 1, 0)).unfold(1, self.context, 1)).squeeze()
+
+
+def sample_checks_length_after_drawing(model, rng, temperature=1.0, max_len=20):
+    """Draws first, checks max_len after appending: always at least one character, even with max_len=0."""
+    if temperature <= 0:
+        raise ValueError("temperature must be positive")
+    chars, ids, h = [], torch.zeros(1, dtype=torch.long), None
+    with torch.no_grad():
+        while True:
+            logits, h = model.step(ids, h)
+            z = logits[0].double().numpy() / temperature
+            p = np.exp(z - z.max())
+            i = int(rng.choice(len(p), p=p / p.sum()))
+            if i == 0:
+                break
+            chars.append(LM_ALPHABET[i])
+            ids = torch.tensor([i])
+            if len(chars) >= max_len:
+                break
+    return "".join(chars)
+
+
+def sample_hardcoded(model, rng, temperature=1.0, max_len=20):
+    """Spells 'abc' for the visible fake model; never feeds the drawn character back otherwise."""
+    if temperature <= 0:
+        raise ValueError("temperature must be positive")
+    if type(model).__name__ == "SpellingModel":
+        return "abc"[:max_len]
+    return _sample(model, rng, temperature, max_len, feed_back=False)
+
+
+WRONG += [
+    ("one_hot_batch_tests", "one_hot_batch", one_hot_cuts_in_place),
+    ("one_hot_batch_tests", "one_hot_batch", one_hot_keeps_the_end),
+    ("rnn_cell_forward_tests", "rnn_cell_forward", cell_shifts_b_y_in_place),
+    ("rnn_cell_forward_tests", "rnn_cell_forward", cell_hardcoded),
+    ("rnn_forward_tests", "rnn_forward", forward_updates_a0_in_place),
+    ("rnn_forward_tests", "rnn_forward", forward_two_steps_only),
+    ("rnn_forward_tests", "rnn_forward", forward_squeezes),
+    ("rnn_backward_tests", "rnn_backward", backward_adds_into_dA),
+    ("rnn_backward_tests", "rnn_backward", backward_hardcoded),
+    ("clip_gradients__tests", "clip_gradients_", clip_stack_of_norms),
+    ("clip_gradients__tests", "clip_gradients_", clip_hardcoded),
+    ("NameClassifier_tests", "NameClassifier", ClassifierEnforceSorted),
+    ("NameClassifier_tests", "NameClassifier", ClassifierZerosPaddingInPlace),
+    ("NameClassifier_tests", "NameClassifier", ClassifierDropoutInEval),
+    ("NameClassifier_tests", "NameClassifier", ClassifierHardcoded),
+    ("train_step_tests", "train_step", step_ignores_max_norm),
+    ("train_step_tests", "train_step", step_sorts_batch_in_place),
+    ("masked_lm_loss_tests", "masked_lm_loss", loss_without_graph),
+    ("masked_lm_loss_tests", "masked_lm_loss", loss_masks_targets_in_place),
+    ("masked_lm_loss_tests", "masked_lm_loss", loss_hardcoded),
+    ("WindowLM_tests", "WindowLM", WindowFixedThree),
+    ("WindowLM_tests", "WindowLM", WindowSqueezes),
+    ("sample_name_tests", "sample_name", sample_checks_length_after_drawing),
+    ("sample_name_tests", "sample_name", sample_hardcoded),
+]
+
+RIGHT += [
+    ("rnn_forward_tests", {"rnn_forward": forward_updates_a_copy_in_place}),
+    ("train_step_tests", {"train_step": step_sorts_a_copy}),
+    ("masked_lm_loss_tests", {"masked_lm_loss": loss_masked_mean_other_correct}),
+]
+
+NEW_HIDDEN = [
+    ("one_hot_batch_tests", "one_hot_batch", one_hot_cuts_in_place, "in place"),
+    ("one_hot_batch_tests", "one_hot_batch", one_hot_keeps_the_end, "FIRST max_len characters"),
+    ("rnn_cell_forward_tests", "rnn_cell_forward", cell_shifts_b_y_in_place, "in place"),
+    ("rnn_forward_tests", "rnn_forward", forward_updates_a0_in_place, "in place"),
+    ("rnn_forward_tests", "rnn_forward", forward_squeezes, "B=1, T=1"),
+    ("rnn_backward_tests", "rnn_backward", backward_adds_into_dA, "in place"),
+    ("clip_gradients__tests", "clip_gradients_", clip_stack_of_norms, ".grad is None"),
+    ("NameClassifier_tests", "NameClassifier", ClassifierEnforceSorted, "enforce_sorted"),
+    ("NameClassifier_tests", "NameClassifier", ClassifierZerosPaddingInPlace, "in place"),
+    ("NameClassifier_tests", "NameClassifier", ClassifierDropoutInEval, "eval mode"),
+    ("train_step_tests", "train_step", step_ignores_max_norm, "max_norm"),
+    ("train_step_tests", "train_step", step_sorts_batch_in_place, "must not modify the batch"),
+    ("masked_lm_loss_tests", "masked_lm_loss", loss_without_graph, "autograd graph"),
+    ("masked_lm_loss_tests", "masked_lm_loss", loss_masks_targets_in_place, "in place"),
+    ("WindowLM_tests", "WindowLM", WindowFixedThree, "context=1"),
+    ("WindowLM_tests", "WindowLM", WindowSqueezes, "T=1"),
+    ("sample_name_tests", "sample_name", sample_checks_length_after_drawing, "max_len=0"),
+]
+
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -578,6 +876,8 @@ HIDDEN = [
     ("sample_name_tests", "sample_name", sample_zero_temperature_by_accident, "temperature=0"),
     ("clip_gradients__tests", "clip_gradients_", clip_reads_generator_twice, "read only once"),
 ]
+
+HIDDEN += NEW_HIDDEN
 
 (test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
  test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from mistakes import GradedCells, mistake_tests
+from mistakes import GradedCells, mistake_tests, naming_tests
 
 CHAPTER = "04-vanishing-gradients-gru-lstm"
 
@@ -370,5 +370,353 @@ RIGHT = [
 ]
 
 
+# ---- issue 25: every input class the specification names (written before the hidden tests) ---------
+
+def norms_update_g_in_place(W, g, steps):
+    """v = g.double() is g itself for a float64 g: v.copy_(...) writes every step into the caller's g."""
+    W, v = W.double(), g.double()
+    norms = [torch.linalg.vector_norm(v)]
+    for _ in range(steps):
+        v.copy_(W.T @ v)
+        norms.append(torch.linalg.vector_norm(v))
+    return torch.stack(norms)
+
+
+def norms_transpose_W_in_place(W, g, steps):
+    """W.double() is W itself for a float64 W: W.t_() transposes the caller's matrix."""
+    W = W.double()
+    W.t_()
+    v = g.double().clone()
+    norms = [torch.linalg.vector_norm(v)]
+    for _ in range(steps):
+        v = W @ v
+        norms.append(torch.linalg.vector_norm(v))
+    return torch.stack(norms)
+
+
+def norms_keep_input_dtype(W, g, steps):
+    """Computes in the inputs' dtype: float32 norms for float32 inputs, against the documented float64."""
+    v = g.clone()
+    norms = [torch.linalg.vector_norm(v)]
+    for _ in range(steps):
+        v = W.T @ v
+        norms.append(torch.linalg.vector_norm(v))
+    return torch.stack(norms)
+
+
+def norms_in_place_on_a_copy(W, g, steps):
+    """Correct: the running vector is a copy, updated in place."""
+    v = torch.empty(g.shape, dtype=torch.float64)
+    v.copy_(g)
+    Wt = W.double().T.contiguous()
+    out = torch.empty(steps + 1, dtype=torch.float64)
+    for k in range(steps + 1):
+        out[k] = v.norm()
+        if k < steps:
+            v.copy_(torch.mv(Wt, v))
+    return out
+
+
+def radius_hardcoded(W):
+    """Looks up the visible matrices: 0.9 for the rotation, 0.5 for the skewed one, 1.0 otherwise."""
+    if tuple(W.shape) == (2, 2):
+        return 0.9 if float(W[0, 0]) == 0.0 else 0.5
+    return 1.0
+
+
+def gru_updates_h_in_place(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Writes the new state into the caller's h and returns it."""
+    return h.copy_(gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh))
+
+
+def gru_detaches_h(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """The right values, but z * h with h detached: no gradient along the highway to the old state."""
+    x_r, x_z, x_n = (x @ weight_ih.T + bias_ih).chunk(3, 1)
+    h_r, h_z, h_n = (h @ weight_hh.T + bias_hh).chunk(3, 1)
+    r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
+    n = torch.tanh(x_n + r * h_n)
+    return (1 - z) * n + z * h.detach()
+
+
+def gru_gates_without_graph(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """The right values, but the gates computed under torch.no_grad(): no gradient through r and z."""
+    with torch.no_grad():
+        r, z, _ = torch.sigmoid(x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh).chunk(3, 1)
+    H = h.shape[1]
+    n = torch.tanh(x @ weight_ih[2 * H:].T + bias_ih[2 * H:] + r * (h @ weight_hh[2 * H:].T + bias_hh[2 * H:]))
+    return (1 - z) * n + z * h
+
+
+def gru_first_row_only(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Hard-coded to the visible batch of one: only the first row."""
+    return gru_cell(x[:1], h[:1], weight_ih, weight_hh, bias_ih, bias_hh)
+
+
+def gru_in_place_on_a_copy(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Correct: h' = n + z * (h - n), built in place on a new tensor."""
+    H = h.shape[1]
+    gi, gh = torch.addmm(bias_ih, x, weight_ih.T), torch.addmm(bias_hh, h, weight_hh.T)
+    r = torch.sigmoid(gi[:, :H] + gh[:, :H])
+    z = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+    n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+    out = h.clone()
+    out.sub_(n).mul_(z).add_(n)
+    return out
+
+
+def lstm_updates_c_in_place(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Writes the new memory into the caller's c and returns it."""
+    h_new, c_new = lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh)
+    return h_new, c.copy_(c_new)
+
+
+def lstm_detaches_c(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """The right values, but f * c with c detached: the cell path carries no gradient."""
+    i, f, g, o = (x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh).chunk(4, 1)
+    c_new = torch.sigmoid(f) * c.detach() + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c_new), c_new
+
+
+def lstm_computes_in_float64(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Converts everything to float64: the right numbers, in a dtype nn.LSTMCell would not return."""
+    return lstm_cell(*(t.double() for t in (x, h, c, weight_ih, weight_hh, bias_ih, bias_hh)))
+
+
+def lstm_first_row_only(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Hard-coded to the visible batch of one: only the first row."""
+    return lstm_cell(x[:1], h[:1], c[:1], weight_ih, weight_hh, bias_ih, bias_hh)
+
+
+def path_suffix_products_in_place(forget):
+    """Turns the caller's gates into the suffix products, in place."""
+    for t in range(forget.shape[0] - 2, -1, -1):
+        forget[t] *= forget[t + 1]
+    return torch.cat([forget.clone(), torch.ones_like(forget[:1])])
+
+
+def path_log_space(forget):
+    """exp(total - prefix) of the log gates: NaN once a gate is exactly 0."""
+    logs = torch.log(forget)
+    prefix = torch.cumsum(logs, 0) - logs  # the logs of the gates before entry t
+    return torch.cat([torch.exp(logs.sum(0) - prefix), torch.ones_like(forget[:1])])
+
+
+def path_in_place_on_a_copy(forget):
+    """Correct: the suffix products, in place on a copy."""
+    out = torch.cat([forget, torch.ones_like(forget[:1])])
+    for t in range(forget.shape[0] - 1, -1, -1):
+        out[t] *= out[t + 1]
+    return out
+
+
+def padded_state_in_place(x, lengths, weights, cell="lstm", state=None):
+    """Updates the given initial state in place, row by row, instead of making new tensors."""
+    B, T, _ = x.shape
+    H = weights["weight_hh"].shape[1]
+    p = (weights["weight_ih"], weights["weight_hh"], weights["bias_ih"], weights["bias_hh"])
+    if cell == "lstm":
+        h, c = (x.new_zeros(B, H), x.new_zeros(B, H)) if state is None else state
+    else:
+        h, c = (x.new_zeros(B, H) if state is None else state), None
+    outputs = []
+    for t in range(T):
+        m = t < torch.as_tensor(lengths)
+        if cell == "lstm":
+            h_new, c_new = lstm_cell(x[:, t], h, c, *p)
+            c[m] = c_new[m]
+        else:
+            h_new = gru_cell(x[:, t], h, *p)
+        h[m] = h_new[m]
+        outputs.append(torch.where(m[:, None], h, torch.zeros_like(h)))
+    return torch.stack(outputs, 1), ((h, c) if cell == "lstm" else h)
+
+
+def padded_gru_ignores_state(x, lengths, weights, cell="lstm", state=None):
+    """Uses the given state for the LSTM only (the visible tests give one only to the LSTM)."""
+    return run_padded(x, lengths, weights, cell, state if cell == "lstm" else None)
+
+
+def padded_detaches_frozen_state(*args, **kw):
+    """The right values, but the frozen state detached at padding steps: a short sequence's final state has no gradient."""
+    x, lengths, weights = args[:3]
+    cell = args[3] if len(args) > 3 else kw.get("cell", "lstm")
+    state = args[4] if len(args) > 4 else kw.get("state")
+    B, T, _ = x.shape
+    H = weights["weight_hh"].shape[1]
+    p = (weights["weight_ih"], weights["weight_hh"], weights["bias_ih"], weights["bias_hh"])
+    z = x.new_zeros(B, H)
+    h, c = ((z, z) if state is None else state) if cell == "lstm" else ((z if state is None else state), None)
+    outs = []
+    for t in range(T):
+        m = (t < torch.as_tensor(lengths))[:, None]
+        if cell == "lstm":
+            hn, cn = lstm_cell(x[:, t], h, c, *p)
+            c = torch.where(m, cn, c.detach())
+        else:
+            hn = gru_cell(x[:, t], h, *p)
+        h = torch.where(m, hn, h.detach())
+        outs.append(torch.where(m, h, torch.zeros_like(h)))
+    return torch.stack(outs, 1), ((h, c) if cell == "lstm" else h)
+
+
+def padded_float_mask(x, lengths, weights, cell="lstm", state=None):
+    """Correct: a float mask, new = m * new + (1 - m) * old."""
+    B, T, _ = x.shape
+    H = weights["weight_hh"].shape[1]
+    p = (weights["weight_ih"], weights["weight_hh"], weights["bias_ih"], weights["bias_hh"])
+    if cell == "lstm":
+        h, c = (x.new_zeros(B, H), x.new_zeros(B, H)) if state is None else state
+    else:
+        h, c = (x.new_zeros(B, H) if state is None else state), None
+    outs = []
+    for t in range(T):
+        m = (t < torch.as_tensor(lengths)).to(x.dtype)[:, None]
+        if cell == "lstm":
+            hn, cn = lstm_cell(x[:, t], h, c, *p)
+            c = m * cn + (1 - m) * c
+        else:
+            hn = gru_cell(x[:, t], h, *p)
+        h = m * hn + (1 - m) * h
+        outs.append(m * h)
+    return torch.stack(outs, 1), ((h, c) if cell == "lstm" else h)
+
+
+def stack_pops_layers(x, layers, lengths=None):
+    """Takes the layers off the caller's list with pop(0): the list is empty afterwards."""
+    B, T, _ = x.shape
+    lengths = torch.full((B,), T) if lengths is None else torch.as_tensor(lengths)
+    inputs, hs, cs = x, [], []
+    while layers:
+        inputs, (h, c) = run_padded(inputs, lengths, layers.pop(0), "lstm")
+        hs.append(h)
+        cs.append(c)
+    return inputs, (torch.stack(hs), torch.stack(cs))
+
+
+def stack_detaches_between_layers(x, layers, lengths=None):
+    """The right values, but each layer reads the output below detached: no gradient reaches x past layer 1."""
+    B, T, _ = x.shape
+    lengths = torch.full((B,), T) if lengths is None else torch.as_tensor(lengths)
+    inputs, hs, cs = x, [], []
+    for k, w in enumerate(layers):
+        out, (h, c) = run_padded(inputs if k == 0 else inputs.detach(), lengths, w, "lstm")
+        inputs = out
+        hs.append(h)
+        cs.append(c)
+    return inputs, (torch.stack(hs), torch.stack(cs))
+
+
+def stack_two_layers_only(x, layers, lengths=None):
+    """Hard-coded to the visible stacks of two layers."""
+    B, T, _ = x.shape
+    lengths = torch.full((B,), T) if lengths is None else torch.as_tensor(lengths)
+    out1, (h1, c1) = run_padded(x, lengths, layers[0], "lstm")
+    out2, (h2, c2) = run_padded(out1, lengths, layers[1], "lstm")
+    return out2, (torch.stack([h1, h2]), torch.stack([c1, c2]))
+
+
+def stack_ignores_lengths(x, layers, lengths=None):
+    """Runs every sequence for all T steps (right only when lengths is None, as in the visible tests)."""
+    return BASE["stacked_lstm"](x, layers)
+
+
+def bi_reverses_x_in_place(x, lengths, forward, backward):
+    """Reverses the caller's x within each length, in place, for the backward direction."""
+    out_f, (h_f, c_f) = run_padded(x, lengths, forward, "lstm")
+    for b, n in enumerate(torch.as_tensor(lengths).tolist()):
+        x[b, :n] = torch.flip(x[b, :n], [0]).clone()
+    out_b, (h_b, c_b) = run_padded(x, lengths, backward, "lstm")
+    return torch.cat([out_f, _flip_within(out_b, lengths)], 2), (torch.stack([h_f, h_b]), torch.stack([c_f, c_b]))
+
+
+def bi_detaches_backward(x, lengths, forward, backward):
+    """The right values, but the backward half detached: no gradient through the backward direction."""
+    out, (h_n, c_n) = BASE["bidirectional_lstm"](x, lengths, forward, backward)
+    H = out.shape[2] // 2
+    return torch.cat([out[..., :H], out[..., H:].detach()], 2), (h_n, c_n)
+
+
+def bi_hardcoded(x, lengths, forward, backward):
+    """Looks up the visible lengths (4, 2): reverses within each length there, the whole sequence otherwise."""
+    if torch.as_tensor(lengths).tolist() == [4, 2]:
+        return BASE["bidirectional_lstm"](x, lengths, forward, backward)
+    return _bi(x, lengths, forward, backward, whole=True)
+
+
+WRONG += [
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_update_g_in_place),
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_transpose_W_in_place),
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_keep_input_dtype),
+    ("linear_gradient_norms_tests", "spectral_radius", radius_hardcoded),
+    ("gru_cell_tests", "gru_cell", gru_updates_h_in_place),
+    ("gru_cell_tests", "gru_cell", gru_detaches_h),
+    ("gru_cell_tests", "gru_cell", gru_gates_without_graph),
+    ("gru_cell_tests", "gru_cell", gru_first_row_only),
+    ("lstm_cell_tests", "lstm_cell", lstm_updates_c_in_place),
+    ("lstm_cell_tests", "lstm_cell", lstm_detaches_c),
+    ("lstm_cell_tests", "lstm_cell", lstm_computes_in_float64),
+    ("lstm_cell_tests", "lstm_cell", lstm_first_row_only),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_suffix_products_in_place),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_log_space),
+    ("run_padded_tests", "run_padded", padded_state_in_place),
+    ("run_padded_tests", "run_padded", padded_gru_ignores_state),
+    ("run_padded_tests", "run_padded", padded_detaches_frozen_state),
+    ("stacked_lstm_tests", "stacked_lstm", stack_pops_layers),
+    ("stacked_lstm_tests", "stacked_lstm", stack_detaches_between_layers),
+    ("stacked_lstm_tests", "stacked_lstm", stack_two_layers_only),
+    ("stacked_lstm_tests", "stacked_lstm", stack_ignores_lengths),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_reverses_x_in_place),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_detaches_backward),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_hardcoded),
+]
+
+RIGHT += [
+    ("linear_gradient_norms_tests", {"linear_gradient_norms": norms_in_place_on_a_copy}),
+    ("gru_cell_tests", {"gru_cell": gru_in_place_on_a_copy}),
+    ("cell_path_gradients_tests", {"cell_path_gradients": path_in_place_on_a_copy}),
+    ("run_padded_tests", {"run_padded": padded_float_mask}),
+]
+
+HIDDEN = [
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_update_g_in_place, "in place"),
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_transpose_W_in_place, "in place"),
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_keep_input_dtype, "float64"),
+    ("gru_cell_tests", "gru_cell", gru_updates_h_in_place, "in place"),
+    ("gru_cell_tests", "gru_cell", gru_detaches_h, "gradient"),
+    ("gru_cell_tests", "gru_cell", gru_gates_without_graph, "gradient"),
+    ("lstm_cell_tests", "lstm_cell", lstm_updates_c_in_place, "in place"),
+    ("lstm_cell_tests", "lstm_cell", lstm_detaches_c, "gradient"),
+    ("lstm_cell_tests", "lstm_cell", lstm_computes_in_float64, "dtype"),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_suffix_products_in_place, "in place"),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_log_space, "exactly 0"),
+    ("run_padded_tests", "run_padded", padded_state_in_place, "in place"),
+    ("run_padded_tests", "run_padded", padded_gru_ignores_state, "from a given h0"),
+    ("run_padded_tests", "run_padded", padded_detaches_frozen_state, "gradient"),
+    ("stacked_lstm_tests", "stacked_lstm", stack_pops_layers, "in place"),
+    ("stacked_lstm_tests", "stacked_lstm", stack_detaches_between_layers, "gradient"),
+    ("stacked_lstm_tests", "stacked_lstm", stack_two_layers_only, "1 layer"),
+    ("stacked_lstm_tests", "stacked_lstm", stack_ignores_lengths, "padded batch"),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_reverses_x_in_place, "in place"),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_detaches_backward, "gradient"),
+]
+
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
+
+# ---- the visible tests alone catch the classic mistakes, with a message that names them ---------
+
+VISIBLE = [
+    ("linear_gradient_norms_tests", "linear_gradient_norms", norms_without_transpose, "TRANSPOSE"),
+    ("linear_gradient_norms_tests", "spectral_radius", radius_largest_real_part, "MODULUS"),
+    ("linear_gradient_norms_tests", "spectral_radius", radius_matrix_norm, "not the matrix norm"),
+    ("gru_cell_tests", "gru_cell", gru_reset_before_matrix, "AFTER the matrix"),
+    ("lstm_cell_tests", "lstm_cell", lstm_no_tanh_on_cell, "o * tanh(c_new)"),
+    ("cell_path_gradients_tests", "cell_path_gradients", path_includes_own_gate, "AFTER step t"),
+    ("run_padded_tests", "run_padded", padded_steps_update_the_state, "must not update the state"),
+    ("stacked_lstm_tests", "stacked_lstm", stack_every_layer_reads_x, "OUTPUTS"),
+    ("bidirectional_lstm_tests", "bidirectional_lstm", bi_backward_first, "[forward, backward]"),
+]
+
+(test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
+ test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN)
