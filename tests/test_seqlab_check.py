@@ -110,4 +110,4 @@ def test_call_named_names_the_call_in_every_failure():
 
     with pytest.raises(CheckFailed, match=r"^append to \[1\]: the call changed its argument 1 in place"):
         call_named("append to [1]", append_in_place, [1])
-    assert call_named("append to [1]", append_in_place, [1], check_args=False) == [1, 0]
+    assert call_named("append to [1]", append_in_place, [1], unchanged=False) == [1, 0]

@@ -179,17 +179,18 @@ def call_unchanged(function: Callable[..., Any], *args: Any, **kwargs: Any) -> A
     return result
 
 
-def call_named(what: str, function: Callable[..., Any], *args: Any, hint: str | None = None, check_args: bool = True,
+def call_named(what: str, function: Callable[..., Any], *args: Any, hint: str | None = None, unchanged: bool = True,
                **kwargs: Any) -> Any:
     """``function(*args, **kwargs)`` for a test, named ``what`` in any failure: its arguments must come back
-    unchanged (``call_unchanged``; ``check_args=False`` skips that), and an error raised inside it fails the test
-    with the call's name and the error's type, never as a traceback from inside the student's code."""
+    unchanged (``call_unchanged``; ``unchanged=False`` skips that), and an error raised inside it fails the test
+    with the call's name and the error's type and message (200 characters at most), never as a traceback from
+    inside the student's code."""
     try:
-        return call_unchanged(function, *args, **kwargs) if check_args else function(*args, **kwargs)
+        return call_unchanged(function, *args, **kwargs) if unchanged else function(*args, **kwargs)
     except CheckFailed as failed:
         raise CheckFailed(f"{what}: {failed.message}", failed.hint) from None
     except Exception as error:  # noqa: BLE001 - the student's code failed: say where, not a traceback
-        raise CheckFailed(f"{what}: raised {type(error).__name__}: {error}", hint) from None
+        raise CheckFailed(f"{what}: raised {type(error).__name__}: {str(error)[:200]}", hint) from None
 
 
 PASSED_NOTE = "visible checks passed; hidden tests run at grading"
