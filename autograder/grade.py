@@ -265,7 +265,19 @@ def _worker_job(submission: str, chapter: str, student: str, out: str) -> dict:
     started = time.perf_counter()
     result = run_job(Path(submission), SOLUTIONS / chapter, student, Path(out), _sandbox)
     return {"student": student, "chapter": chapter, "score": result["score"], "max_score": result["max_score"],
-            "seconds": time.perf_counter() - started}
+            "seconds": time.perf_counter() - started, "peak_mib": peak_mib()}
+
+
+def peak_mib() -> float | None:
+    """This process's peak resident memory (VmHWM) in MiB; None where /proc does not say (not Linux)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def up_to_date(out: Path, submission: Path, version: str) -> bool:
@@ -364,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     work_root = tempfile.mkdtemp(prefix="seqlab-grading-")
     interrupted = False
     merged: set[str] = set()
+    worker_peak = 0.0  # MiB: the grader's own processes hold decoded frames and notebooks (issue 23: bounded)
     try:
         if jobs:
             with futures.ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(jobs))), initializer=_worker_start,
@@ -378,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                         submission, chapter, student, out = job
                         try:
                             done = future.result()
+                            worker_peak = max(worker_peak, done.get("peak_mib") or 0.0)
                             bar.set_postfix_str(f"{student}/{chapter[:2]} {done['score']:g}/{done['max_score']:g}")
                         except Exception as error:  # noqa: BLE001 - one broken job never stops the others
                             reason = f"{type(error).__name__}: {str(error)[:300]}"
@@ -423,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"grade: {len(results)} of {len(results_dirs)} submissions graded in the gradebook "
           f"({time.perf_counter() - started:.1f} s this run); {flagged} with problems listed in "
           f"{workspace / 'grading-report.md'}; grades in {workspace / 'grades.csv'}", file=sys.stderr)
+    if peak_mib() is not None:
+        print(f"grade: memory of the grader's own processes at its peak: {peak_mib():.0f} MiB here, {worker_peak:.0f} MiB "
+              "in a grading worker (the kernels have limits of their own)", file=sys.stderr)
     if interrupted:
         return 130
     ungraded = [out.name for out in results_dirs if not (out / "result.json").exists()]

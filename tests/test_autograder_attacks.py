@@ -29,7 +29,7 @@ import pytest
 
 from course import REPO, SOLUTIONS, check_grader_timings, hidden_test_lines, is_graded_test
 from test_autograder_feedback import Active
-from test_autograder_safety import grade, tree_hash
+from test_autograder_safety import grade, graders_own_peak, tree_hash
 
 sys.path.insert(0, str(REPO / "autograder"))
 from adversarial.generate import ACTIVE_MARK, _zip, attacks, load  # noqa: E402
@@ -93,6 +93,7 @@ def test_every_attack_is_graded_with_zero_and_the_honest_student_after_them_keep
     honest = graded["rows"][HONEST]
     assert float(honest["score"]) == float(honest["max_score"]) > 0 and not honest["problems"], honest
     check_grader_timings([entry.get("timings", {}) for entry in graded["results"][HONEST]["notebooks"].values()])
+    assert max(graders_own_peak(done.stderr)) < 1024, "the grader's own memory (deep frames are decoded there)"
     assert not graded["changed"], f"files outside the workspace changed: {graded['changed'][:10]}"
     assert set(graded["pages"]) >= set(graded["rows"]), "a student without a feedback page"
 

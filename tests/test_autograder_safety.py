@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from course import REPO, SOLUTIONS, check_grader_timings, hidden_test_lines, is_graded_test
+from course import REPO, SOLUTIONS, check_grader_timings, hidden_test_lines, is_graded_test, record
 
 sys.path.insert(0, str(REPO / "autograder"))
 sys.path.insert(0, str(REPO / "tests"))
-from adversarial.generate import CH1, _zip, load, persistence_batch, write_export  # noqa: E402
+from adversarial.generate import _zip, load, persistence_batch, write_export  # noqa: E402
 from sandbox import bubblewrap  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap is not installed")]
@@ -55,10 +55,10 @@ def tree_hash(*roots: Path) -> dict[str, str]:
     return found
 
 
-# Submissions that answer correctly are graded in chapter 7, whose solution grades in about 7 s (chapter 1's takes
-# about 45: its hidden tests call the student's code 2,566 times); stubs alone in chapter 1, whose given cells are
-# cheaper. The attacks do not depend on the chapter. Chapter 1's hard-coded answers
-# are rejected in tests/test_ch01_mistakes.py. COURSE is what the submissions aim at: the chapter's sources and
+# Every submission here is graded in chapter 7, the cheapest chapter to grade: its solution grades in about 7 s
+# (chapter 1's takes about 45: its hidden tests call the student's code 2,566 times), and its untouched release in
+# 16 s of a busy suite's worker against chapter 1's 26 (given cells). The attacks do not depend on the chapter.
+# Chapter 1's hard-coded answers are rejected in tests/test_ch01_mistakes.py. COURSE is what the submissions aim at: the chapter's sources and
 # release, the grader (other chapters' files may be edited while the suite runs on a developer's machine).
 BATCH = "07-attention"
 COURSE = [REPO / "solutions" / BATCH, REPO / "notebooks" / BATCH, REPO / "autograder"]
@@ -183,6 +183,22 @@ def test_memory_is_limited(batch):
     assert score(batch, "memory_hog") == 0 and "memory limit" in problems(batch, "memory_hog")
 
 
+def graders_own_peak(stderr: str) -> tuple[int, int]:
+    """(MiB, MiB): the peak memory grade.py reports for its own process and for its busiest grading worker."""
+    found = re.search(r"at its peak: (\d+) MiB here, (\d+) MiB in a grading worker", stderr)
+    assert found, "grade.py no longer reports its own peak memory"
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_the_graders_own_memory_stays_bounded(batch):
+    """Issue 23: the grader's own processes (not the kernels, which have limits of their own) read every entry of the
+    export, broken ones and a flood of output included, in bounded memory: measured 297 / 227 MiB for four
+    submissions, and the same order for this batch."""
+    here, worker = graders_own_peak(batch["stderr"])
+    record("grader_own_memory_safety_batch", submissions=len(batch["expected"]), main_mib=here, worker_mib=worker)
+    assert here < 1024 and worker < 1024, (here, worker)
+
+
 def test_gigabytes_of_output_are_not_kept(batch):
     assert score(batch, "print_flood") == 0
     executed = batch["workspace"] / "autograded" / "print_flood" / BATCH / f"{BATCH}.ipynb"
@@ -267,12 +283,12 @@ def test_rerun_regrades_only_what_is_missing_and_gives_identical_grades(batch):
 
 
 def test_interrupted_run_loses_nothing(tmp_path):
-    write_export(tmp_path / "export", CH1, only=["honest_release", "sys_exit", "edit_tests", "delete_tests"])
+    write_export(tmp_path / "export", BATCH, only=["honest_release", "sys_exit", "edit_tests", "delete_tests"])
     workspace = tmp_path / "workspace"
     process = subprocess.Popen([*GRADE, str(workspace), "--submissions", str(tmp_path / "export"), *FAST, "--jobs", "1"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    results = workspace / "autograder-results" / CH1
+    results = workspace / "autograder-results" / BATCH
     while time.time() < deadline and not list(results.glob("*/result.json")):
         time.sleep(0.5)
     process.send_signal(signal.SIGINT)
@@ -280,7 +296,7 @@ def test_interrupted_run_loses_nothing(tmp_path):
     done = grade(workspace, *FAST)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = list(csv.DictReader(open(workspace / "grades.csv")))
-    assert {r["student"] for r in rows if r["chapter"] == CH1} == {"honest_release", "sys_exit", "edit_tests", "delete_tests"}
+    assert {r["student"] for r in rows if r["chapter"] == BATCH} == {"honest_release", "sys_exit", "edit_tests", "delete_tests"}
 
 
 def test_refuses_to_grade_unsandboxed_unless_told(tmp_path):
@@ -495,18 +511,18 @@ def test_limits_hold_for_the_whole_sandbox(tmp_path):
     from adversarial.generate import (FILL_DISKS, MEMORY_BEYOND_OWN_SHARE, MEMORY_MANY, PROCESS_FLOOD,
                                       insert_before_first_answer)
 
-    stub = lambda code: insert_before_first_answer(load("release", CH1)[0], code)  # noqa: E731
+    stub = lambda code: insert_before_first_answer(load("release", BATCH)[0], code)  # noqa: E731
     disk_before = shutil.disk_usage(tmp_path).used
     rows = grade_students(tmp_path, {"memory_many": stub(MEMORY_MANY), "process_flood": stub(PROCESS_FLOOD),
                                      "fill_disks": stub(FILL_DISKS), "memory_share": stub(MEMORY_BEYOND_OWN_SHARE)},
-                          "--memory-gb", "1", "--cell-timeout", "40", chapter=CH1)
+                          "--memory-gb", "1", "--cell-timeout", "40")
     assert set(rows) == {"memory_many", "process_flood", "fill_disks", "memory_share"}, "every submission gets a grade"
     for student in ("memory_many", "memory_share"):  # the student's side has its own limit, not the tests' as well
         assert "memory limit" in rows[student]["problems"], (student, rows[student]["problems"])
     assert "processes" in rows["process_flood"]["problems"], rows["process_flood"]["problems"]
     import nbformat
 
-    executed = nbformat.read(tmp_path / "workspace" / "autograded" / "fill_disks" / CH1 / f"{CH1}.ipynb", as_version=4)
+    executed = nbformat.read(tmp_path / "workspace" / "autograded" / "fill_disks" / BATCH / f"{BATCH}.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs
                       if o.output_type == "stream")
     written = eval(printed.split("WRITTEN", 1)[1].splitlines()[0])  # noqa: S307 - our own submission's output
