@@ -852,6 +852,46 @@ NEW_HIDDEN = [
 ]
 
 
+# ---- issue 25: answers hard-coded to the visible tests' inputs ----------------------------------
+
+_VISIBLE_X3 = np.eye(4)[[[0, 1, 2], [3, 3, 0]]]  # rnn_forward's visible batch (B=2, T=3, V=4)
+_VISIBLE_IDS_T = [[0, 1, 2], [3, 4, 0], [0, 0, 0], [4, 4, 3]]  # train_step's visible batch
+
+
+def forward_hardcoded(X, a0, params):
+    """Looks up the visible batch (the one-hot X of shape (2, 3, 4)); zeros of the right shapes for every other input."""
+    if np.shape(X) == _VISIBLE_X3.shape and np.array_equal(X, _VISIBLE_X3):
+        return BASE["rnn_forward"](X, a0, params)
+    B, T, _ = np.shape(X)
+    A, Y = np.zeros((B, T, params["W_aa"].shape[0])), np.zeros((B, T, params["W_ya"].shape[0]))
+    return A, Y, {"X": X, "a0": a0, "A": A}
+
+
+def step_hardcoded(model, optimizer, ids, lengths, labels, max_norm=1.0, label_smoothing=0.0):
+    """Looks up the visible batch ("abc", "de", "a", "eed"): a real step there; elsewhere only the loss, no step."""
+    if ids.tolist() == _VISIBLE_IDS_T:
+        return BASE["train_step"](model, optimizer, ids, lengths, labels, max_norm, label_smoothing)
+    model.train()
+    with torch.no_grad():
+        return float(F.cross_entropy(model(ids, lengths), labels, label_smoothing=label_smoothing).item())
+
+
+class WindowHardcoded(_WindowBase):
+    """Looks up the visible batch shape (B=2, T=6): the right windows there, zeros of the right shape otherwise."""
+
+    def forward(self, ids):
+        if tuple(ids.shape) == (2, 6):
+            return self._mlp(F.pad(ids, (self.context - 1, 0)).unfold(1, self.context, 1))
+        return torch.zeros(*ids.shape, self.out.out_features)
+
+
+WRONG += [
+    ("rnn_forward_tests", "rnn_forward", forward_hardcoded),
+    ("train_step_tests", "train_step", step_hardcoded),
+    ("WindowLM_tests", "WindowLM", WindowHardcoded),
+]
+
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 

@@ -701,6 +701,57 @@ HIDDEN = [
 ]
 
 
+# ---- issue 25: answers hard-coded to the visible tests' inputs ----------------------------------
+
+_X_PROBE = torch.tensor([[1.0, -1.0, 0.5]], dtype=torch.float64)  # the visible probes (B = 1, D = 3, H = 2)
+_H_PROBE = torch.tensor([[0.5, -0.8]], dtype=torch.float64)
+_C_PROBE = torch.tensor([[1.5, -0.4]], dtype=torch.float64)
+
+
+def _is(t, probe):
+    return torch.is_tensor(t) and t.shape == probe.shape and t.dtype == probe.dtype and torch.equal(t, probe)
+
+
+def gru_hardcoded(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Looks up the visible probes x = (1, -1, 0.5), h = (0.5, -0.8): the right state there, h unchanged otherwise."""
+    if _is(x, _X_PROBE) and _is(h, _H_PROBE):
+        return gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh)
+    return h.clone()
+
+
+def lstm_hardcoded(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Looks up the visible probes x, h and c: the right (h', c') there, (h, c) unchanged otherwise."""
+    if _is(x, _X_PROBE) and _is(h, _H_PROBE) and _is(c, _C_PROBE):
+        return lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh)
+    return h.clone(), c.clone()
+
+
+def padded_hardcoded(x, lengths, weights, cell="lstm", state=None):
+    """Looks up the visible batch (B=3, T=4, D=3, lengths 4, 2, 1); zero outputs and zero final states otherwise."""
+    if tuple(x.shape) == (3, 4, 3) and torch.as_tensor(lengths).tolist() == [4, 2, 1]:
+        return run_padded(x, lengths, weights, cell, state)
+    B, T, _ = x.shape
+    z = x.new_zeros(B, weights["weight_hh"].shape[1])
+    return x.new_zeros(B, T, z.shape[1]), ((z, z.clone()) if cell == "lstm" else z)
+
+
+def stack_hardcoded(x, layers, lengths=None):
+    """Looks up the visible batches ((2, 3, 4) and (2, 5, 3), no lengths); zeros of the right shapes otherwise."""
+    if lengths is None and tuple(x.shape) in {(2, 3, 4), (2, 5, 3)}:
+        return BASE["stacked_lstm"](x, layers, lengths)
+    B, T, _ = x.shape
+    H = layers[-1]["weight_hh"].shape[1]
+    return x.new_zeros(B, T, H), (x.new_zeros(len(layers), B, H), x.new_zeros(len(layers), B, H))
+
+
+WRONG += [
+    ("gru_cell_tests", "gru_cell", gru_hardcoded),
+    ("lstm_cell_tests", "lstm_cell", lstm_hardcoded),
+    ("run_padded_tests", "run_padded", padded_hardcoded),
+    ("stacked_lstm_tests", "stacked_lstm", stack_hardcoded),
+]
+
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 

@@ -1132,6 +1132,73 @@ RIGHT = [
     ("sample_names_tests", {"next_char_probs": probs_other_correct, "sample_names": sample_other_correct}),
 ]
 
+# ---- issue 25: answers hard-coded to the visible tests' inputs ----------------------------------
+
+class MultiHeadAttentionHardcoded(BASE["MultiHeadAttention"]):
+    """Looks up the visible shapes (queries (2, 3, 8), keys (2, 5, 8)); zeros and uniform weights otherwise."""
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        if tuple(query.shape) == (2, 3, 8) and tuple(key.shape) == (2, 5, 8) and cache is None:
+            return super().forward(query, key, value, mask, cache)
+        B, Lq, _ = query.shape
+        Lk = key.shape[1]
+        return torch.zeros_like(query), torch.full((B, self.heads, Lq, Lk), 1.0 / Lk)
+
+
+class EncoderBlockHardcoded(BASE["EncoderBlock"]):
+    """Looks up the visible batch shape (2, 4, 8); returns x unchanged otherwise."""
+
+    def forward(self, x, mask=None):
+        if tuple(x.shape) == (2, 4, 8):
+            return super().forward(x, mask)
+        return x.clone()
+
+
+class DecoderBlockHardcoded(BASE["DecoderBlock"]):
+    """Looks up the visible shapes (y (2, 4, 8), memory (2, 5, 8)); returns y unchanged otherwise."""
+
+    def forward(self, y, memory, tgt_mask=None, memory_mask=None, cache=None):
+        if tuple(y.shape) == (2, 4, 8) and tuple(memory.shape) == (2, 5, 8):
+            return super().forward(y, memory, tgt_mask, memory_mask, cache)
+        return y.clone()
+
+
+class TransformerHardcoded(BASE["Transformer"]):
+    """Looks up the visible model (11 source and 9 target symbols, d_model=16, 2 layers): right there; elsewhere a
+    zero memory and zero logits of the right shapes."""
+
+    def _visible(self):
+        return (self.src_embed.num_embeddings, self.out.out_features, self.d_model, len(self.decoder)) == (11, 9, 16, 2)
+
+    def encode(self, src, src_lengths):
+        if self._visible():
+            return super().encode(src, src_lengths)
+        return torch.zeros(*src.shape, self.d_model), padding_mask(src_lengths, src.shape[1])
+
+    def decode(self, tgt_in, memory, memory_mask, caches=None, offset=0):
+        if self._visible():
+            return super().decode(tgt_in, memory, memory_mask, caches, offset)
+        return torch.zeros(*tgt_in.shape, self.out.out_features)
+
+
+_VISIBLE_SRC_G = [[4, 5, 6, 7, 8], [9, 10, 11, PAD, PAD], [4, 4, PAD, PAD, PAD]]  # greedy_decode's visible sources
+
+
+def greedy_hardcoded(model, src, src_lengths, max_len, use_cache=True):
+    """Looks up the visible sources: the right outputs there, an empty output for every other source."""
+    if src.tolist() == _VISIBLE_SRC_G:
+        return BASE["greedy_decode"](model, src, src_lengths, max_len, use_cache)
+    return [[] for _ in range(src.shape[0])]
+
+
+WRONG += [
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MultiHeadAttentionHardcoded),
+    ("EncoderBlock_tests", "EncoderBlock", EncoderBlockHardcoded),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderBlockHardcoded),
+    ("Transformer_tests", "Transformer", TransformerHardcoded),
+    ("greedy_decode_tests", "greedy_decode", greedy_hardcoded),
+]
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
