@@ -67,6 +67,9 @@ def mistake_tests(cells: GradedCells, wrong: Wrong, right: Right) -> tuple[Calla
         assert {cell for cell, _, _ in wrong} == set(cells.sources) == {cell for cell, _ in right}
         for cell in cells.sources:
             assert sum(c == cell for c, _, _ in wrong) >= 2, f"{cell}: at least two classic mistakes"
+            # issue 25: an answer that looks up the visible tests' inputs fails the cell's own hidden tests
+            assert any(c == cell and "hardcoded" in v.__name__.lower() for c, _, v in wrong), \
+                f"{cell}: no answer hard-coded to the visible tests' inputs (a variant named *hardcoded*)"
 
     @pytest.mark.parametrize("grade_id, name, variant", wrong, ids=[v.__name__ for _, _, v in wrong])
     def test_graded_tests_reject_the_mistake(grade_id, name, variant):
