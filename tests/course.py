@@ -210,6 +210,11 @@ def learner_run(path: Path) -> LearnerRun:
     return LearnerRun(command, returncode, seconds, stderr, notebook)
 
 
+def printed_text(nb: Any) -> str:
+    """Everything an executed notebook's code cells printed (their text outputs), in order."""
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
 def printed_results(nb: Any) -> dict:
     """The figures a notebook printed as ``RESULTS {json}`` (its chapter's tests assert them)."""
     for cell in nb.cells:

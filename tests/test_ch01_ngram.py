@@ -9,7 +9,7 @@ import time
 import nltk.lm as nltk_lm
 import pytest
 
-from course import SOLUTIONS, execute, load_definitions, reads_learner_run, record
+from course import SOLUTIONS, execute, load_definitions, printed_text, reads_learner_run, record
 from seqlab.data import load_brown
 
 CHAPTER = "01-ngram-language-models"
@@ -127,7 +127,7 @@ def test_addk_equals_nltk_lidstone_once_nltk_stops_predicting_bos(ch, corpus, nl
 @reads_learner_run(CHAPTER)
 def test_held_out_perplexities():
     nb, _ = execute(SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb", grading=False)
-    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    printed = printed_text(nb)
     figures = {}
     for model, n, k, value in re.findall(r"(add-k|Kneser-Ney), n=(\d)(?: \(k=([\d.]+)\))?\s+test perplexity\s+([\d.]+|inf)",
                                          printed):

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from course import SOLUTIONS, execute, load_definitions, reads_learner_run, record
+from course import SOLUTIONS, execute, load_definitions, printed_text, reads_learner_run, record
 
 CHAPTER = "02-hidden-markov-models"
 
@@ -131,7 +131,7 @@ def test_baum_welch_never_lowers_the_likelihood(ch):
 @reads_learner_run(CHAPTER)
 def test_baum_welch_recovers_the_casino_in_the_learner_run():
     nb, _ = execute(SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb", grading=False)
-    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    printed = printed_text(nb)
     run = re.search(r"(\d+) iterations on ([\d,]+) rolls .*?smallest change of the log-likelihood: ([-+][\d.]+)", printed)
     errors = re.search(r"largest error: A ([\d.]+), B ([\d.]+)", printed)
     assert run and errors, "the notebook no longer prints its Baum-Welch run as this test reads it"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, reads_learner_run, record
+from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_text, reads_learner_run, record
 from seqlab.data import load_brown
 from seqlab.embeddings import (analogy_accuracy, load_analogies, load_glove, load_similarity, similarity_spearman)
 
@@ -136,7 +136,7 @@ def test_own_sgns_against_gensim_on_brown(ch):
 def test_notebook_results():
     nb, seconds = execute(NOTEBOOK, grading=False)
     assert not [errors_of(c) for c in nb.cells if c.cell_type == "code" and errors_of(c)]
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    text = printed_text(nb)
     results = json.loads(re.search(r"^RESULTS (.*)$", text, re.M).group(1))
     record("ch05-notebook", cpu_seconds=round(seconds.cpu, 1), wall_seconds=round(seconds.wall, 1), **results)
     assert seconds.cpu <= LEARNER_BUDGET_S, f"the notebook took {seconds}"
