@@ -285,7 +285,7 @@ def keep_other_correct(counts, t=1e-3):
     return out
 
 
-# ---- negative_distribution, draw_negatives -------------------------------------------------------
+# ---- negative_distribution -------------------------------------------------------------------
 
 def distribution_without_power(counts, power=0.75):
     c = np.asarray(counts, dtype=float)
@@ -309,26 +309,15 @@ def distribution_hardcoded(counts, power=0.75):
     return np.full(len(c), 1 / len(c))
 
 
-def draw_global_random(probs, n, k, rng):
-    return np.random.choice(len(probs), size=(n, k), p=probs).astype(np.int64)
-
-
-def draw_uniform(probs, n, k, rng):
-    return rng.integers(0, len(probs), size=(n, k)).astype(np.int64)
-
-
-def draw_one_per_pair(probs, n, k, rng):
-    return np.repeat(rng.choice(len(probs), size=(n, 1), p=probs), k, axis=1).astype(np.int64)
+def distribution_divided_by_the_counts(counts, power=0.75):
+    c = np.asarray(counts, dtype=float)
+    return c ** power / c.sum()
 
 
 def distribution_other_correct(counts, power=0.75):
     logs = np.where(np.asarray(counts) > 0, np.log(np.maximum(np.asarray(counts, dtype=float), 1e-300)), -np.inf)
     w = np.exp(power * logs - np.max(power * logs)) if power != 0 else np.ones(len(logs))
     return w / w.sum()
-
-
-def draw_other_correct(probs, n, k, rng):
-    return np.asarray(rng.choice(np.arange(len(probs)), size=(n, k), replace=True, p=probs), dtype=np.int64)
 
 
 # ---- sgns_loss_and_grads -------------------------------------------------------------------------
@@ -737,7 +726,7 @@ def keep_returns_list(counts, t=1e-3):
     return [float(x) for x in BASE["subsample_keep_prob"](counts, t)]
 
 
-# negative_distribution, draw_negatives
+# negative_distribution
 
 def distribution_in_place(counts, power=0.75):
     """Raises float counts to the power in the caller's array (np.asarray does not copy)."""
@@ -750,16 +739,6 @@ def distribution_float32(counts, power=0.75):
     """Computes and returns float32."""
     c = np.asarray(counts, dtype=np.float32) ** np.float32(power)
     return c / c.sum()
-
-
-def draw_int32(probs, n, k, rng):
-    """Returns rng.choice's ids as int32."""
-    return rng.choice(len(probs), size=(n, k), p=probs).astype(np.int32)
-
-
-def draw_other_correct_flat(probs, n, k, rng):
-    """Draws n * k ids at once and reshapes: the same stream of numbers."""
-    return rng.choice(len(probs), size=n * k, p=probs).reshape(n, k).astype(np.int64)
 
 
 # sgns_loss_and_grads
@@ -830,7 +809,6 @@ class AvgLengthsOffByOne(_AvgBase):
         return self.out((self.embed(ids) * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True))
 
 
-
 WRONG = [
     ("embedding_lookup_tests", "embedding_lookup", lookup_hardcoded),
     ("embedding_lookup_tests", "embedding_lookup", lookup_negative_ids_wrap),
@@ -858,13 +836,11 @@ WRONG = [
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_raw_counts),
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_zero_count_nan),
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_hardcoded),
-    ("negative_sampling_tests", "negative_distribution", distribution_without_power),
-    ("negative_sampling_tests", "negative_distribution", distribution_power_of_probabilities),
-    ("negative_sampling_tests", "negative_distribution", distribution_fixed_power),
-    ("negative_sampling_tests", "negative_distribution", distribution_hardcoded),
-    ("negative_sampling_tests", "draw_negatives", draw_global_random),
-    ("negative_sampling_tests", "draw_negatives", draw_uniform),
-    ("negative_sampling_tests", "draw_negatives", draw_one_per_pair),
+    ("negative_distribution_tests", "negative_distribution", distribution_without_power),
+    ("negative_distribution_tests", "negative_distribution", distribution_power_of_probabilities),
+    ("negative_distribution_tests", "negative_distribution", distribution_fixed_power),
+    ("negative_distribution_tests", "negative_distribution", distribution_hardcoded),
+    ("negative_distribution_tests", "negative_distribution", distribution_divided_by_the_counts),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_positive_sign_flipped),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_no_sigmoid_derivative),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_sum_not_mean),
@@ -905,9 +881,8 @@ WRONG = [
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_default_t),
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_zero_counts_in_place),
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_returns_list),
-    ("negative_sampling_tests", "negative_distribution", distribution_in_place),
-    ("negative_sampling_tests", "negative_distribution", distribution_float32),
-    ("negative_sampling_tests", "draw_negatives", draw_int32),
+    ("negative_distribution_tests", "negative_distribution", distribution_in_place),
+    ("negative_distribution_tests", "negative_distribution", distribution_float32),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_naive_sigmoid),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_log1p_exp),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_scales_v_c_in_place),
@@ -925,12 +900,11 @@ RIGHT = [
     ("solve_analogy_tests", {"solve_analogy": analogy_other_correct}),
     ("skipgram_pairs_tests", {"skipgram_pairs": pairs_other_correct}),
     ("subsample_keep_prob_tests", {"subsample_keep_prob": keep_other_correct}),
-    ("negative_sampling_tests", {"negative_distribution": distribution_other_correct, "draw_negatives": draw_other_correct}),
+    ("negative_distribution_tests", {"negative_distribution": distribution_other_correct}),
     ("sgns_loss_and_grads_tests", {"sgns_loss_and_grads": sgns_other_correct}),
     ("AveragedEmbeddingClassifier_tests", {"AveragedEmbeddingClassifier": AvgOtherCorrect}),    ("embedding_lookup_tests", {"embedding_lookup": lookup_other_correct_fancy}),
     ("cosine_similarity_tests", {"cosine_similarity": cosine_other_correct_clipped}),
     ("solve_analogy_tests", {"solve_analogy": analogy_other_correct_raw_rows}),
-    ("negative_sampling_tests", {"draw_negatives": draw_other_correct_flat}),
 ]
 
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
@@ -967,8 +941,7 @@ HIDDEN = [
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_float32, "dtype"),
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_default_t, "defaults to 1e-3"),
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_zero_counts_in_place, "in place"),
-    ("negative_sampling_tests", "negative_distribution", distribution_in_place, "in place"),
-    ("negative_sampling_tests", "draw_negatives", draw_int32, "dtype"),
+    ("negative_distribution_tests", "negative_distribution", distribution_in_place, "in place"),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_naive_sigmoid, "overflow"),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_log1p_exp, "overflow"),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_grads_float32, "float64"),
