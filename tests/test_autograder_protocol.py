@@ -112,7 +112,7 @@ class ScriptedPeer:
 
 
 def trusted_runner(user_ns: dict, answer_names: list[str]) -> Runner:
-    """A trusted Runner without a shell, sockets or sandbox: its real bind_names, names_to_ask, may_bind and
+    """A trusted Runner without a shell, sockets or sandbox: its real bind_names, may_bind and
     resolve_name, with the student's kernel replaced by a ScriptedPeer."""
     runner = Runner.__new__(Runner)
     runner.side, runner.config, runner.answer_names, runner.bound = "t", {"classes": []}, list(answer_names), {}
@@ -135,8 +135,7 @@ def check(value):
 TRUSTED = {"expect_same": expect_same, "check": check, "np": np, "expected": 42, "secret_table": {"a": 1},
            "__builtins__": builtins}
 ANSWERS = ["answer", "Model", "rate"]
-TEST_CELL = "expect_same(answer(data), expected)\ncheck(rate < threshold)\nprint(len(words), Model, secret_table)"
-GIVEN = ["data", "threshold", "words"]  # what the test cell reads that neither the test kernel nor builtins hold
+GIVEN = ["data", "threshold", "words"]  # a given cell's names: the student's kernel holds them, nobody asks for them
 
 
 def handle(name: str = "answer") -> dict:
@@ -146,26 +145,24 @@ def handle(name: str = "answer") -> dict:
 def test_the_trusted_runner_binds_only_names_it_asked_for():
     runner = trusted_runner(dict(TRUSTED), ANSWERS)
     before = dict(runner.shell.user_ns)
-    # an honest answer: handles for the answers, data for the given cells' names
-    runner.peer.node = {"$": "dict", "v": [["answer", handle()], ["Model", handle("Model")], ["rate", 0.5],
-                                           ["data", {"$": "list", "v": [1, 2]}], ["threshold", 0.9],
-                                           ["words", {"$": "list", "v": ["a"]}]]}
-    assert runner.bind_names(TEST_CELL) == []
-    assert runner.peer.asked == set(ANSWERS) | set(GIVEN)
-    assert isinstance(runner.shell.user_ns["answer"], Remote) and runner.shell.user_ns["data"] == [1, 2]
+    # an honest answer: handles for the answers (or data, for an answer that is a value)
+    runner.peer.node = {"$": "dict", "v": [["answer", handle()], ["Model", handle("Model")], ["rate", 0.5]]}
+    assert runner.bind_names() == []
+    assert runner.peer.asked == set(ANSWERS), "only the answers are asked for, never a given cell's data"
+    assert isinstance(runner.shell.user_ns["answer"], Remote) and runner.shell.user_ns["rate"] == 0.5
     assert all(runner.shell.user_ns[k] is v for k, v in before.items())
     # names nobody asked for, over the course's helpers: the whole answer is refused, nothing is bound
     runner.peer.node = {"$": "dict", "v": [["answer", handle()], ["expect_same", handle("_yes")], ["np", handle()]]}
-    problems = runner.bind_names(TEST_CELL)
+    problems = runner.bind_names()
     assert problems and "not asked for" in problems[0] and "'expect_same'" in problems[0] and "'np'" in problems[0]
     assert runner.shell.user_ns["expect_same"] is expect_same and runner.shell.user_ns["np"] is np
-    # a handle for a given cell's name (not an answer) is not taken; data for it is; a builtin never
-    runner = trusted_runner(dict(TRUSTED), ANSWERS)
-    runner.peer.node = {"$": "dict", "v": [["data", handle("data")], ["threshold", {"$": "list", "v": [handle()]}],
-                                           ["words", {"$": "list", "v": ["b"]}]]}
-    assert runner.bind_names(TEST_CELL) == []
-    assert "data" not in runner.shell.user_ns and "threshold" not in runner.shell.user_ns
-    assert runner.shell.user_ns["words"] == ["b"]
+    # a given cell's names, as data or as handles: not asked for either, so the whole answer is refused
+    for value in (handle("data"), {"$": "list", "v": [1, 2]}):
+        runner = trusted_runner(dict(TRUSTED), ANSWERS)
+        runner.peer.node = {"$": "dict", "v": [["answer", handle()], ["data", value]]}
+        problems = runner.bind_names()
+        assert problems and "not asked for" in problems[0] and "'data'" in problems[0], problems
+        assert "data" not in runner.shell.user_ns and "answer" not in runner.shell.user_ns
     assert not screen_bound({"len": 1}, {"len"}, runner.may_bind, runner.may_be_handle)[0]
 
 
@@ -177,7 +174,7 @@ def test_an_answer_that_is_not_a_dict_of_names_is_the_students_error():
                         ({"$": "dict", "v": [[{"$": "tuple", "v": ["answer"]}, 2]]}, "not names"),
                         ({"$": "bogus"}, "could not be used"), ({"$": "dict", "v": "x"}, "could not be used")]:
         runner.peer.node = node
-        problems = runner.bind_names(TEST_CELL)
+        problems = runner.bind_names()
         assert problems and words in problems[0], (node, problems)
     assert runner.shell.user_ns == TRUSTED
 
@@ -192,7 +189,7 @@ def test_a_reference_to_a_trusted_global_by_name_is_refused():
         with pytest.raises(WireError):
             runner.codec.decode({"$": "list", "v": [1, {"$": "name", "side": "t", "v": name}]})
         runner.peer.node = {"$": "dict", "v": [["rate", {"$": "name", "side": "t", "v": name}]]}
-        problems = runner.bind_names(TEST_CELL)
+        problems = runner.bind_names()
         assert problems and "name of the test kernel" in problems[0]
     with pytest.raises(WireError, match="does not exist"):  # a trusted object it was never handed
         runner.codec.decode({"$": "ref", "side": "t", "id": 1})
@@ -202,7 +199,7 @@ def test_a_reference_to_a_trusted_global_by_name_is_refused():
 
 
 # What a fuzzed answer is made of
-KEYS_ASKED = ANSWERS + GIVEN
+KEYS_ASKED = list(ANSWERS)
 KEYS_TRUSTED = ["expect_same", "check", "np", "expected", "secret_table", "__builtins__"]
 KEYS_BUILTIN = ["print", "len", "open", "eval", "__import__", "isinstance", "True", "__build_class__"]
 KEYS_ODD = ["", "a b", "1x", "x" * 5000, "ä", "__class__", "answer\n", "import"]
@@ -267,7 +264,7 @@ def random_answer(rng: random.Random) -> tuple[object, bool]:
         pairs.append([key, value])
     bad = rng.random() < 0.3
     if bad:  # a key it was not asked for: the test's own names, builtins, odd text, keys that are no text
-        key = rng.choice(KEYS_TRUSTED + KEYS_BUILTIN + KEYS_ODD) if rng.random() < 0.7 else rng.choice(
+        key = rng.choice(KEYS_TRUSTED + KEYS_BUILTIN + KEYS_ODD + GIVEN) if rng.random() < 0.7 else rng.choice(
             [1, None, 2.5, {"$": "tuple", "v": ["answer"]}, {"$": "bytes", "v": ""}, {"$": "frozenset", "v": []}])
         pairs.insert(rng.randint(0, len(pairs)), [key, rng.choice([handle("_yes"), random_value(rng)])])
     return {"$": "dict", "kind": rng.choice([None, None, "Counter", "OrderedDict"]), "v": pairs}, bad
@@ -285,7 +282,7 @@ def test_fuzz_the_trusted_runners_answer_handling():
             runner = trusted_runner(dict(TRUSTED), ANSWERS)
         before = dict(runner.shell.user_ns)
         runner.peer.node, bad = random_answer(rng)
-        problems = runner.bind_names(TEST_CELL)  # never raises
+        problems = runner.bind_names()  # never raises
         counts["answers"] += 1
         assert isinstance(problems, list) and all(isinstance(p, str) and len(p) < 1000 for p in problems)
         after = runner.shell.user_ns
@@ -360,14 +357,16 @@ def test_a_student_value_that_names_a_trusted_global_never_becomes_it(sandbox):
 
 
 @pytest.mark.slow
-def test_a_given_cells_function_never_reaches_a_test_as_a_handle(sandbox):
-    """Only answers are the student's code: a given cell's function (which the student may have changed) is not
-    fetched, so a test that leans on it fails instead of asking the student for the expected value."""
+def test_a_given_cells_names_never_reach_a_test(sandbox):
+    """Only answers come from the student's kernel: a given cell's function or data (which the student may have
+    changed) is never fetched, so a test that leans on it fails with a NameError (the course's fault, which the
+    course's own tests find) instead of taking the expected value from the student."""
     cells = ["def reference():\n    return 41", "def answer():\n    return 41", "assert answer() == reference()",
-             "words = ['a', 'b']", "assert answer() == 41 and words == ['a', 'b']"]
-    execution, nb = execute(sandbox, cells, tests={2, 4}, answer_names=["answer"])
+             "words = ['a', 'b']", "assert answer() == 41 and words == ['a', 'b']", "assert answer() == 41"]
+    execution, nb = execute(sandbox, cells, tests={2, 4, 5}, answer_names=["answer"])
     assert execution.replies[2] == "error" and "NameError" in texts(nb, 2) and "reference" in texts(nb, 2)
-    assert execution.replies[4] == "ok", texts(nb, 4)  # data from a given cell still comes, by value
+    assert execution.replies[4] == "error" and "NameError" in texts(nb, 4) and "words" in texts(nb, 4)
+    assert execution.replies[5] == "ok", texts(nb, 5)
     assert not execution.problems, execution.problems
 
 

@@ -18,7 +18,6 @@ Time limits count each runner's own time, not the time it waited for a CPU that 
 
 from __future__ import annotations
 
-import ast
 import builtins
 import io
 import json
@@ -170,68 +169,6 @@ def make_shell(outputs_ref):
     shell.history_manager.enabled = False
     sys.modules["__main__"] = shell.user_module  # classes defined in cells can be named (pickled) by reference
     return shell
-
-
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-NAMED_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def parameters(fn) -> list[ast.arg]:
-    args = fn.args
-    return args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
-
-
-def names_from_outside(tree: ast.Module) -> set[str]:
-    """The names a cell reads but does not define: loaded where neither the cell's top level nor an enclosing
-    function binds them. A function's parameters and locals are its own (binding a student's global that
-    happens to share a parameter's name would copy it for nothing: a large table, in chapter 1)."""
-    stored: set[str] = set()  # bound at the top level (anywhere outside a function body, as before)
-    found: set[str] = set()
-
-    def bound_in(fn) -> set[str]:
-        names = {a.arg for a in parameters(fn)}
-        outer: set[str] = set()
-        for node in own_nodes(fn.body if isinstance(fn.body, list) else [fn.body]):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                names.add(node.id)
-            elif isinstance(node, NAMED_DEFINITIONS):
-                names.add(node.name)
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                outer.update(node.names)
-        return names - outer
-
-    def own_nodes(body: list):
-        """The nodes of a body, not descending into nested functions (but into their defaults and decorators)."""
-        stack = list(body)
-        while stack:
-            node = stack.pop()
-            yield node
-            if isinstance(node, FUNCTIONS):
-                stack += outside_parts(node)
-            else:
-                stack += list(ast.iter_child_nodes(node))
-
-    def outside_parts(fn) -> list:
-        """What a function definition evaluates where it is defined: decorators, defaults, annotations."""
-        args = fn.args
-        return list(getattr(fn, "decorator_list", [])) + args.defaults + [d for d in args.kw_defaults if d] + \
-            [a.annotation for a in parameters(fn) if a.annotation] + [r for r in [getattr(fn, "returns", None)] if r]
-
-    def visit(body: list, local: frozenset, top: bool) -> None:
-        for node in own_nodes(body):
-            if isinstance(node, ast.Name):
-                if isinstance(node.ctx, ast.Load):
-                    if node.id not in local:
-                        found.add(node.id)
-                elif top:
-                    stored.add(node.id)
-            elif isinstance(node, NAMED_DEFINITIONS) and top:
-                stored.add(node.name)
-            if isinstance(node, FUNCTIONS):
-                visit(node.body if isinstance(node.body, list) else [node.body], local | bound_in(node), False)
-
-    visit(tree.body, frozenset(), True)
-    return found - stored
 
 
 def screen_bound(values, asked: set[str], may_bind, may_be_handle, course_classes=()) -> tuple[dict, list[str]]:
@@ -523,7 +460,7 @@ class Runner:
         try:
             clock.open()
             if self.side == "t":
-                refused = self.bind_names(code)
+                refused = self.bind_names()
             sys.stdout, sys.stderr = Stream(outputs.stream, "stdout"), Stream(outputs.stream, "stderr")
             if not refused:
                 result = self.shell.run_cell(code, store_history=True, silent=False)
@@ -557,12 +494,17 @@ class Runner:
                 "peer_broken": self.peer.broken, "peer_protocol": self.peer.broke_protocol, "refused": refused,
                 "time": figures}
 
-    def bind_names(self, code: str) -> list[str]:
-        """Before a test cell: the answer names and the names the cell needs, from the student kernel.
+    def bind_names(self) -> list[str]:
+        """Before a test cell: the answer names from the student kernel, as proxies to the student's code.
+
+        Nothing else is asked for. A name that a test cell reads and that neither the course's definitions, the
+        test cells before it nor Python's builtins define is never fetched (the student controls a given cell's
+        data, and could make it whatever a test compares with): the cell fails with a NameError, a fault of the
+        course that its own tests find, since every chapter's solution must get full marks through this grader.
 
         Returns what was wrong with the student kernel's answer, in plain words; then nothing is bound and the
         cell is not run. (Silence is not such a problem: the executor reports a student kernel that stopped.)"""
-        asked = self.names_to_ask(code)
+        asked = set(self.answer_names)
         if not asked or self.peer.broken:
             return []
         try:
@@ -579,17 +521,6 @@ class Runner:
             self.shell.user_ns.update(accepted)
             self.bound.update(accepted)
         return problems
-
-    def names_to_ask(self, code: str) -> set[str]:
-        """The answer names (proxies, refreshed before every test cell) and the names the cell reads from outside
-        itself that neither the test kernel nor Python's builtins hold."""
-        wanted = set(self.answer_names)
-        try:
-            tree = ast.parse(self.shell.transform_cell(code))
-        except SyntaxError:
-            return wanted
-        return wanted | {name for name in names_from_outside(tree)
-                         if name not in self.shell.user_ns and not hasattr(builtins, name)}
 
     def may_bind(self, name: str) -> bool:
         """Never over a builtin, nor over what the test kernel holds of its own (the course's helpers, numpy, a test's
