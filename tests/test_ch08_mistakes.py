@@ -24,88 +24,115 @@ split_heads, merge_heads = BASE["split_heads"], BASE["merge_heads"]
 causal_mask, padding_mask, update_cache = BASE["causal_mask"], BASE["padding_mask"], BASE["update_cache"]
 
 
-# ---- scaled dot-product attention ---------------------------------------------------------------
+# ---- LayerNorm from scratch (issue 24: the new exercise; chapter 7's attention, the masks and the cache's helper are given) --
+# The classic mistakes first: each fails a visible check that names it (VISIBLE below).
 
-def _sdpa(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, after=False):
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale(q.shape[-1]))
-    if mask is not None and not after:
-        scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
-    w = torch.softmax(scores, dim=dim)
-    if mask is not None and after:
-        w = w * mask
-    return w @ v, w
+def ln_over_the_batch(x, gamma, beta, eps=1e-5):      # statistics over dim 0 (the batch), not the features
+    mean = x.mean(dim=0, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=0, keepdim=True)
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
 
 
-def sdpa_scaled_by_dk(q, k, v, mask=None):
-    return _sdpa(q, k, v, mask, scale=lambda d: d)
+def ln_over_dim_1(x, gamma, beta, eps=1e-5):          # dim=1: the features of a (N, D) batch, the TIME axis of (B, L, D)
+    mean = x.mean(dim=1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=1, keepdim=True)
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
 
 
-def sdpa_softmax_over_queries(q, k, v, mask=None):
-    return _sdpa(q, k, v, mask, dim=-2)
+def ln_over_everything(x, gamma, beta, eps=1e-5):
+    mean, var = x.mean(), x.var(unbiased=False)
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
 
 
-def sdpa_mask_inverted(q, k, v, mask=None):
-    return _sdpa(q, k, v, mask, invert=True)
+def ln_unbiased_variance(x, gamma, beta, eps=1e-5):   # torch.var's default divides by D - 1
+    mean = x.mean(-1, keepdim=True)
+    return gamma * (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta
 
 
-def sdpa_mask_after_softmax(q, k, v, mask=None):
-    return _sdpa(q, k, v, mask, after=True)
+def ln_eps_outside_sqrt(x, gamma, beta, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    std = x.std(-1, unbiased=False, keepdim=True)
+    return gamma * (x - mean) / (std + eps) + beta
 
 
-def sdpa_hardcoded(q, k, v, mask=None):
-    return torch.tensor([[1.2034, 2.78]]), torch.tensor([[0.4011, 0.1978, 0.4011]])
+def ln_no_eps(x, gamma, beta, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    return gamma * (x - mean) / x.std(-1, unbiased=False, keepdim=True) + beta
 
 
-def sdpa_other_correct(q, k, v, mask=None):
-    scores = torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5
-    if mask is not None:
-        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
-    scores = scores - scores.amax(-1, keepdim=True)
-    e = scores.exp()
-    w = e / e.sum(-1, keepdim=True)
-    return torch.einsum("...qk,...kd->...qd", w, v), w
+def ln_gamma_beta_swapped(x, gamma, beta, eps=1e-5):
+    return BASE["layer_norm"](x, beta, gamma, eps)
 
 
-# ---- masks ------------------------------------------------------------------------------------
-
-def causal_strict(T):
-    return torch.ones(T, T, dtype=torch.bool).tril(-1)
+def ln_ignores_gamma_beta(x, gamma, beta, eps=1e-5):
+    return BASE["layer_norm"](x, torch.ones_like(gamma), torch.zeros_like(beta), eps)
 
 
-def causal_inverted(T):
-    return torch.ones(T, T, dtype=torch.bool).triu()
+def ln_in_place(x, gamma, beta, eps=1e-5):
+    var = x.var(-1, unbiased=False, keepdim=True)
+    x -= x.mean(-1, keepdim=True)
+    x /= torch.sqrt(var + eps)
+    return gamma * x + beta
 
 
-def causal_hardcoded(T):
-    return torch.tensor([[True, False, False], [True, True, False], [True, True, True]])[:T, :T]
+def ln_no_keepdim(x, gamma, beta, eps=1e-5):          # (N,) statistics against (N, D): a shape error, or silently wrong
+    mean = x.mean(-1)
+    var = ((x - mean) ** 2).mean(-1)
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
 
 
-def causal_other_correct(T):
-    i = torch.arange(T)
-    return i[None, :] <= i[:, None]
+def ln_hardcoded(x, gamma, beta, eps=1e-5):
+    """Looks up the visible inputs' shapes ((2, 4), (1, 4) and (2, 3, 5)): right there, x itself elsewhere."""
+    if tuple(x.shape) in {(2, 4), (1, 4), (2, 3, 5)}:
+        return BASE["layer_norm"](x, gamma, beta, eps)
+    return x.clone()
 
 
-def padding_not_broadcast(lengths, max_len):
-    return torch.arange(max_len)[None, :] < lengths[:, None]
+# Mistakes that only the hidden tests meet (HIDDEN below names them).
+
+def ln_one_pass_variance(x, gamma, beta, eps=1e-5):  # E[x^2] - E[x]^2: cancels for large offsets
+    mean = x.mean(-1, keepdim=True)
+    var = (x * x).mean(-1, keepdim=True) - mean * mean
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
 
 
-def padding_off_by_one(lengths, max_len):
-    return (torch.arange(max_len)[None, :] <= lengths[:, None])[:, None, None, :]
+def ln_float32(x, gamma, beta, eps=1e-5):
+    return BASE["layer_norm"](x.float(), gamma.float(), beta.float(), eps)
 
 
-def padding_inverted(lengths, max_len):
-    return (torch.arange(max_len)[None, :] >= lengths[:, None])[:, None, None, :]
+def ln_detached_statistics(x, gamma, beta, eps=1e-5):
+    mean = x.mean(-1, keepdim=True).detach()
+    var = ((x - mean) ** 2).mean(-1, keepdim=True).detach()
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
 
 
-def padding_hardcoded(lengths, max_len):
-    return torch.tensor([[True, True, True, False], [True, False, False, False]])[:, None, None, :]
+def ln_default_eps_1e_8(x, gamma, beta, eps=1e-8):
+    return BASE["layer_norm"](x, gamma, beta, eps)
 
 
-def padding_other_correct(lengths, max_len):
-    out = torch.zeros(len(lengths), 1, 1, max_len, dtype=torch.bool)
-    for b, n in enumerate(lengths.tolist()):
-        out[b, ..., :n] = True
-    return out
+def ln_numpy(x, gamma, beta, eps=1e-5):
+    a = x.detach().numpy()
+    m = a.mean(-1, keepdims=True)
+    out = (a - m) / np.sqrt(a.var(-1, keepdims=True) + eps)
+    return gamma * torch.from_numpy(out) + beta
+
+
+def ln_2d_only(x, gamma, beta, eps=1e-5):       # a loop over rows: a 1-D x (one row) breaks it
+    rows = [BASE["layer_norm"](r, gamma, beta, eps) for r in x]
+    return torch.stack(rows)
+
+
+# Correct, written differently.
+
+def ln_var_mean_rsqrt(x, gamma, beta, eps=1e-5):
+    var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
+    return torch.addcmul(beta, (x - mean) * torch.rsqrt(var + eps), gamma)
+
+
+def ln_by_sums(x, gamma, beta, eps=1e-5):
+    D = x.shape[-1]
+    centred = x - x.sum(-1, keepdim=True) / D
+    return centred / (centred.pow(2).sum(-1, keepdim=True) / D + eps) ** 0.5 * gamma + beta
 
 
 # ---- split and merge heads -----------------------------------------------------------------------
@@ -333,43 +360,6 @@ class DecoderOtherCorrect(BASE["DecoderBlock"]):
         return self.dropout(self.ff(self.norm3(y))) + y
 
 
-# ---- the key/value cache ----------------------------------------------------------------------
-
-def cache_wrong_axis(cache, k, v):
-    if "k" in cache:
-        k, v = torch.cat([cache["k"], k], dim=1), torch.cat([cache["v"], v], dim=1)
-    cache["k"], cache["v"] = k, v
-    return k, v
-
-
-def cache_not_stored(cache, k, v):
-    if "k" in cache:
-        return torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
-    return k, v
-
-
-def cache_new_first(cache, k, v):
-    if "k" in cache:
-        k, v = torch.cat([k, cache["k"]], dim=2), torch.cat([v, cache["v"]], dim=2)
-    cache["k"], cache["v"] = k, v
-    return k, v
-
-
-def cache_hardcoded(cache, k, v):
-    n = cache.get("n", 0) + 1
-    cache["n"] = n
-    B, h, _, d = k.shape
-    cache["k"] = torch.arange(float(n)).view(1, 1, n, 1).expand(B, h, n, d).clone()
-    cache["v"] = torch.cat([torch.ones(B, h, 1, d), 10 + torch.arange(1.0, n).view(1, 1, n - 1, 1).expand(B, h, n - 1, d)], 2)
-    return cache["k"], cache["v"]
-
-
-def cache_other_correct(cache, k, v):
-    cache["k"] = k if cache.get("k") is None else torch.cat((cache["k"], k), -2)
-    cache["v"] = v if cache.get("v") is None else torch.cat((cache["v"], v), -2)
-    return cache["k"], cache["v"]
-
-
 # ---- the whole Transformer --------------------------------------------------------------------
 
 class _Transformer(BASE["Transformer"]):
@@ -504,57 +494,6 @@ def greedy_other_correct(model, src, src_lengths, max_len, use_cache=True):
 
 
 # ---- issue 25: dtypes, arguments changed in place, modes (dropout, cache, causal=False), edges, ties ----
-
-def sdpa_casts_to_float32(q, k, v, mask=None):
-    return BASE["scaled_dot_product_attention"](q.float(), k.float(), v.float(), mask)
-
-
-def sdpa_scales_q_in_place(q, k, v, mask=None):
-    q.div_(math.sqrt(q.shape[-1]))
-    scores = q @ k.transpose(-2, -1)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    w = torch.softmax(scores, -1)
-    return w @ v, w
-
-
-def sdpa_without_graph(q, k, v, mask=None):
-    with torch.no_grad():
-        return BASE["scaled_dot_product_attention"](q, k, v, mask)
-
-
-def sdpa_weights_detached(q, k, v, mask=None):
-    out, w = BASE["scaled_dot_product_attention"](q, k, v, mask)
-    return w.detach() @ v, w.detach()
-
-
-def sdpa_log_mask_other_correct(q, k, v, mask=None):
-    scores = q.matmul(k.transpose(-1, -2)) / q.shape[-1] ** 0.5
-    if mask is not None:
-        scores = scores + torch.log(mask.to(scores.dtype))
-    w = F.softmax(scores, dim=-1)
-    return w.matmul(v), w
-
-
-def causal_float_beyond_the_example(T):
-    if T <= 3:
-        return torch.ones(T, T, dtype=torch.bool).tril()
-    return torch.ones(T, T).tril()
-
-
-def padding_unsqueezes_lengths_in_place(lengths, max_len):
-    lengths.unsqueeze_(1)
-    return (torch.arange(max_len)[None, :] < lengths)[:, None, None, :]
-
-
-def padding_squeezes_the_batch(lengths, max_len):
-    return (torch.arange(max_len)[None, :] < lengths[:, None]).squeeze()[:, None, None, :]
-
-
-def padding_uses_longest_length(lengths, max_len):
-    S = int(lengths.max())
-    return (torch.arange(S)[None, :] < lengths[:, None])[:, None, None, :]
-
 
 def merge_view_after_transpose(x):
     B, h, L, d = x.shape
@@ -720,26 +659,6 @@ class DecoderNormalisesMemory(BASE["DecoderBlock"]):
         return y + self.dropout(self.ff(self.norm3(y)))
 
 
-def cache_returns_new_only(cache, k, v):
-    cache["k"] = torch.cat([cache["k"], k], 2) if "k" in cache else k
-    cache["v"] = torch.cat([cache["v"], v], 2) if "v" in cache else v
-    return k, v
-
-
-def cache_returns_nothing_at_first(cache, k, v):
-    if "k" not in cache:
-        cache["k"], cache["v"] = k, v
-        return None
-    cache["k"], cache["v"] = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
-    return cache["k"], cache["v"]
-
-
-def cache_returns_new_when_several(cache, k, v):
-    cache["k"] = torch.cat([cache["k"], k], 2) if "k" in cache else k
-    cache["v"] = torch.cat([cache["v"], v], 2) if "v" in cache else v
-    return (k, v) if k.shape[2] > 1 else (cache["k"], cache["v"])
-
-
 class TransformerAlwaysCausal(_Transformer):
     def decode(self, tgt_in, memory, memory_mask, caches=None, offset=0):
         causal, self.causal = self.causal, True
@@ -756,6 +675,16 @@ class TransformerNoEmbeddingDropout(BASE["Transformer"]):
         for block in self.encoder:
             x = block(x, mask)
         return self.enc_norm(x), mask
+
+
+class TransformerIgnoresPadding(BASE["Transformer"]):
+    """Attends to the padding: no mask in the encoder, none for the cross-attention."""
+
+    def encode(self, src, src_lengths):
+        x = self.dropout(self.src_embed(src) * math.sqrt(self.d_model) + self.pe[:src.shape[1]])
+        for block in self.encoder:
+            x = block(x, None)
+        return self.enc_norm(x), None
 
 
 class TransformerPaddingFromTokens(BASE["Transformer"]):
@@ -807,6 +736,11 @@ def greedy_squeezes_the_batch(model, src, src_lengths, max_len, use_cache=True):
                 break
             prefix = torch.cat([prefix, nxt.view(B, 1)], 1)
     return out
+
+
+def greedy_ignores_lengths(model, src, src_lengths, max_len, use_cache=True):
+    """Every source taken as full length: the padding is read as if it were text."""
+    return BASE["greedy_decode"](model, src, torch.full_like(src_lengths, src.shape[1]), max_len, use_cache)
 
 
 def greedy_at_least_one_step(model, src, src_lengths, max_len, use_cache=True):
@@ -1006,18 +940,22 @@ def sample_other_correct(model, n, rng, temperature=1.0, top_k=None, max_len=15)
 
 
 WRONG = [
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_scaled_by_dk),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_softmax_over_queries),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_mask_inverted),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_mask_after_softmax),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_hardcoded),
-    ("causal_mask_tests", "causal_mask", causal_strict),
-    ("causal_mask_tests", "causal_mask", causal_inverted),
-    ("causal_mask_tests", "causal_mask", causal_hardcoded),
-    ("padding_mask_tests", "padding_mask", padding_not_broadcast),
-    ("padding_mask_tests", "padding_mask", padding_off_by_one),
-    ("padding_mask_tests", "padding_mask", padding_inverted),
-    ("padding_mask_tests", "padding_mask", padding_hardcoded),
+    ("layer_norm_tests", "layer_norm", ln_over_the_batch),
+    ("layer_norm_tests", "layer_norm", ln_over_dim_1),
+    ("layer_norm_tests", "layer_norm", ln_over_everything),
+    ("layer_norm_tests", "layer_norm", ln_unbiased_variance),
+    ("layer_norm_tests", "layer_norm", ln_eps_outside_sqrt),
+    ("layer_norm_tests", "layer_norm", ln_no_eps),
+    ("layer_norm_tests", "layer_norm", ln_gamma_beta_swapped),
+    ("layer_norm_tests", "layer_norm", ln_ignores_gamma_beta),
+    ("layer_norm_tests", "layer_norm", ln_in_place),
+    ("layer_norm_tests", "layer_norm", ln_no_keepdim),
+    ("layer_norm_tests", "layer_norm", ln_one_pass_variance),
+    ("layer_norm_tests", "layer_norm", ln_float32),
+    ("layer_norm_tests", "layer_norm", ln_detached_statistics),
+    ("layer_norm_tests", "layer_norm", ln_default_eps_1e_8),
+    ("layer_norm_tests", "layer_norm", ln_numpy),
+    ("layer_norm_tests", "layer_norm", ln_2d_only),
     ("split_merge_heads_tests", "split_heads", split_plain_view),
     ("split_merge_heads_tests", "merge_heads", merge_without_transpose),
     ("split_merge_heads_tests", "split_heads", split_no_check),
@@ -1038,10 +976,6 @@ WRONG = [
     ("DecoderBlock_tests", "DecoderBlock", DecoderCrossAttendsToItself),
     ("DecoderBlock_tests", "DecoderBlock", DecoderIgnoresMemoryMask),
     ("DecoderBlock_tests", "DecoderBlock", DecoderPostLN),
-    ("update_cache_tests", "update_cache", cache_wrong_axis),
-    ("update_cache_tests", "update_cache", cache_not_stored),
-    ("update_cache_tests", "update_cache", cache_new_first),
-    ("update_cache_tests", "update_cache", cache_hardcoded),
     ("Transformer_tests", "Transformer", TransformerNoEmbeddingScale),
     ("Transformer_tests", "Transformer", TransformerNoCausalMask),
     ("Transformer_tests", "Transformer", TransformerCachedPositionsFromZero),
@@ -1049,14 +983,6 @@ WRONG = [
     ("greedy_decode_tests", "greedy_decode", greedy_cache_positions_from_zero),
     ("greedy_decode_tests", "greedy_decode", greedy_never_stops),
     ("greedy_decode_tests", "greedy_decode", greedy_first_position),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_casts_to_float32),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_scales_q_in_place),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_without_graph),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_weights_detached),
-    ("causal_mask_tests", "causal_mask", causal_float_beyond_the_example),
-    ("padding_mask_tests", "padding_mask", padding_unsqueezes_lengths_in_place),
-    ("padding_mask_tests", "padding_mask", padding_squeezes_the_batch),
-    ("padding_mask_tests", "padding_mask", padding_uses_longest_length),
     ("split_merge_heads_tests", "merge_heads", merge_view_after_transpose),
     ("split_merge_heads_tests", "split_heads", split_casts_to_float32),
     ("split_merge_heads_tests", "split_heads", split_asserts),
@@ -1073,20 +999,19 @@ WRONG = [
     ("EncoderBlock_tests", "EncoderBlock", EncoderDropoutAlwaysOn),
     ("EncoderBlock_tests", "EncoderBlock", EncoderParallelSublayers),
     ("DecoderBlock_tests", "DecoderBlock", DecoderResidualInPlace),
-    ("update_cache_tests", "DecoderBlock", DecoderCacheToCrossAttention),
-    ("update_cache_tests", "DecoderBlock", DecoderIgnoresCache),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderCacheToCrossAttention),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderIgnoresCache),
     ("DecoderBlock_tests", "DecoderBlock", DecoderNoSublayerDropout),
     ("DecoderBlock_tests", "DecoderBlock", DecoderNormalisesMemory),
-    ("update_cache_tests", "update_cache", cache_returns_new_only),
-    ("update_cache_tests", "update_cache", cache_returns_nothing_at_first),
-    ("update_cache_tests", "update_cache", cache_returns_new_when_several),
-    ("update_cache_tests", "MultiHeadAttention", MHAIgnoresCache),
-    ("update_cache_tests", "MultiHeadAttention", MHADiscardsUpdatedCache),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHAIgnoresCache),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHADiscardsUpdatedCache),
     ("Transformer_tests", "Transformer", TransformerAlwaysCausal),
     ("Transformer_tests", "Transformer", TransformerNoEmbeddingDropout),
+    ("Transformer_tests", "Transformer", TransformerIgnoresPadding),
     ("greedy_decode_tests", "greedy_decode", greedy_ties_to_the_last),
     ("greedy_decode_tests", "greedy_decode", greedy_squeezes_the_batch),
     ("greedy_decode_tests", "greedy_decode", greedy_at_least_one_step),
+    ("greedy_decode_tests", "greedy_decode", greedy_ignores_lengths),
     ("sample_names_tests", "next_char_probs", probs_temperature_on_probabilities),
     ("sample_names_tests", "next_char_probs", probs_temperature_multiplies),
     ("sample_names_tests", "next_char_probs", probs_top_k_not_renormalised),
@@ -1114,18 +1039,15 @@ WRONG = [
 ]
 
 RIGHT = [
-    ("scaled_dot_product_attention_tests", {"scaled_dot_product_attention": sdpa_other_correct}),
-    ("causal_mask_tests", {"causal_mask": causal_other_correct}),
-    ("padding_mask_tests", {"padding_mask": padding_other_correct}),
+    ("layer_norm_tests", {"layer_norm": ln_var_mean_rsqrt}),
+    ("layer_norm_tests", {"layer_norm": ln_by_sums}),
     ("split_merge_heads_tests", {"split_heads": split_other_correct, "merge_heads": merge_other_correct}),
     ("MultiHeadAttention_tests", {"MultiHeadAttention": MHAOtherCorrect}),
     ("sinusoidal_encoding_tests", {"sinusoidal_encoding": pe_other_correct}),
     ("EncoderBlock_tests", {"EncoderBlock": EncoderOtherCorrect}),
     ("DecoderBlock_tests", {"DecoderBlock": DecoderOtherCorrect}),
-    ("update_cache_tests", {"update_cache": cache_other_correct}),
     ("Transformer_tests", {"Transformer": TransformerOtherCorrect}),
     ("greedy_decode_tests", {"greedy_decode": greedy_other_correct}),
-    ("scaled_dot_product_attention_tests", {"scaled_dot_product_attention": sdpa_log_mask_other_correct}),
     ("Transformer_tests", {"Transformer": TransformerPaddingFromTokens}),
     ("sample_names_tests", {"next_char_probs": probs_other_correct}),
     ("sample_names_tests", {"sample_names": sample_other_correct}),
@@ -1135,10 +1057,11 @@ RIGHT = [
 # ---- issue 25: answers hard-coded to the visible tests' inputs ----------------------------------
 
 class MultiHeadAttentionHardcoded(BASE["MultiHeadAttention"]):
-    """Looks up the visible shapes (queries (2, 3, 8), keys (2, 5, 8)); zeros and uniform weights otherwise."""
+    """Looks up the visible shapes (queries (2, 3, 8) against keys (2, 5, 8); the cached steps' (1, 1, 8) and (1, 5, 8));
+    zeros and uniform weights otherwise."""
 
     def forward(self, query, key, value, mask=None, cache=None):
-        if tuple(query.shape) == (2, 3, 8) and tuple(key.shape) == (2, 5, 8) and cache is None:
+        if (tuple(query.shape), tuple(key.shape)) in {((2, 3, 8), (2, 5, 8)), ((1, 5, 8), (1, 5, 8)), ((1, 1, 8), (1, 1, 8))}:
             return super().forward(query, key, value, mask, cache)
         B, Lq, _ = query.shape
         Lk = key.shape[1]
@@ -1155,10 +1078,10 @@ class EncoderBlockHardcoded(BASE["EncoderBlock"]):
 
 
 class DecoderBlockHardcoded(BASE["DecoderBlock"]):
-    """Looks up the visible shapes (y (2, 4, 8), memory (2, 5, 8)); returns y unchanged otherwise."""
+    """Looks up the visible shapes (y (2, 4, 8) or a cached step's (2, 1, 8), memory (2, 5, 8)); returns y unchanged otherwise."""
 
     def forward(self, y, memory, tgt_mask=None, memory_mask=None, cache=None):
-        if tuple(y.shape) == (2, 4, 8) and tuple(memory.shape) == (2, 5, 8):
+        if tuple(y.shape) in {(2, 4, 8), (2, 1, 8)} and tuple(memory.shape) == (2, 5, 8):
             return super().forward(y, memory, tgt_mask, memory_mask, cache)
         return y.clone()
 
@@ -1192,6 +1115,7 @@ def greedy_hardcoded(model, src, src_lengths, max_len, use_cache=True):
 
 
 WRONG += [
+    ("layer_norm_tests", "layer_norm", ln_hardcoded),
     ("MultiHeadAttention_tests", "MultiHeadAttention", MultiHeadAttentionHardcoded),
     ("EncoderBlock_tests", "EncoderBlock", EncoderBlockHardcoded),
     ("DecoderBlock_tests", "DecoderBlock", DecoderBlockHardcoded),
@@ -1206,13 +1130,13 @@ WRONG += [
 # ---- issue 25: the hidden tests name the class of each bug (a check message, never a raw exception) ---------
 
 HIDDEN = [
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_casts_to_float32, "dtypes"),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_scales_q_in_place, "in place"),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_without_graph, "autograd graph"),
-    ("scaled_dot_product_attention_tests", "scaled_dot_product_attention", sdpa_weights_detached, "autograd graph"),
-    ("causal_mask_tests", "causal_mask", causal_float_beyond_the_example, "dtype"),
-    ("padding_mask_tests", "padding_mask", padding_unsqueezes_lengths_in_place, "in place"),
-    ("padding_mask_tests", "padding_mask", padding_squeezes_the_batch, "squeeze"),
+    ("layer_norm_tests", "layer_norm", ln_one_pass_variance, "1e4"),
+    ("layer_norm_tests", "layer_norm", ln_float32, "dtype"),
+    ("layer_norm_tests", "layer_norm", ln_detached_statistics, "autograd graph"),
+    ("layer_norm_tests", "layer_norm", ln_numpy, "autograd graph"),
+    ("layer_norm_tests", "layer_norm", ln_default_eps_1e_8, "default eps"),
+    ("layer_norm_tests", "layer_norm", ln_2d_only, "(6,)"),
+    ("Transformer_tests", "Transformer", TransformerIgnoresPadding, "padding"),
     ("split_merge_heads_tests", "merge_heads", merge_view_after_transpose, "reshape, not view"),
     ("split_merge_heads_tests", "split_heads", split_casts_to_float32, "dtype"),
     ("MultiHeadAttention_tests", "MultiHeadAttention", MHADropoutAlwaysOn, "eval mode"),
@@ -1226,11 +1150,9 @@ HIDDEN = [
     ("EncoderBlock_tests", "EncoderBlock", EncoderNoSublayerDropout, "dropout=1.0"),
     ("EncoderBlock_tests", "EncoderBlock", EncoderDropoutOnSublayerInput, "dropout=1.0"),
     ("DecoderBlock_tests", "DecoderBlock", DecoderResidualInPlace, "in place"),
-    ("update_cache_tests", "DecoderBlock", DecoderCacheToCrossAttention, "SELF-attention only"),
-    ("update_cache_tests", "DecoderBlock", DecoderIgnoresCache, "with a cache"),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderCacheToCrossAttention, "SELF-attention only"),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderIgnoresCache, "with a cache"),
     ("DecoderBlock_tests", "DecoderBlock", DecoderNoSublayerDropout, "dropout=1.0"),
-    ("update_cache_tests", "update_cache", cache_returns_nothing_at_first, "at the first step"),
-    ("update_cache_tests", "update_cache", cache_returns_new_when_several, "RETURNED"),
     ("Transformer_tests", "Transformer", TransformerAlwaysCausal, "causal = False"),
     ("Transformer_tests", "Transformer", TransformerNoEmbeddingDropout, "dropout=1.0"),
     ("greedy_decode_tests", "greedy_decode", greedy_ties_to_the_last, "tie"),
@@ -1245,6 +1167,20 @@ HIDDEN = [
 # ---- issue 26: the visible tests alone name the classic mistakes of sampling (what a self-learner sees) -------
 
 VISIBLE = [
+    ("layer_norm_tests", "layer_norm", ln_over_the_batch, "LAST axis"),
+    ("layer_norm_tests", "layer_norm", ln_over_everything, "LAST axis"),
+    ("layer_norm_tests", "layer_norm", ln_over_dim_1, "positions, not the features"),
+    ("layer_norm_tests", "layer_norm", ln_unbiased_variance, "BIASED variance"),
+    ("layer_norm_tests", "layer_norm", ln_eps_outside_sqrt, "INSIDE the square root"),
+    ("layer_norm_tests", "layer_norm", ln_no_eps, "constant row"),
+    ("layer_norm_tests", "layer_norm", ln_gamma_beta_swapped, "swapped"),
+    ("layer_norm_tests", "layer_norm", ln_ignores_gamma_beta, "gamma multiplies"),
+    ("layer_norm_tests", "layer_norm", ln_in_place, "in place"),
+    ("layer_norm_tests", "layer_norm", ln_no_keepdim, "keepdim"),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHAIgnoresCache, "with a cache"),
+    ("MultiHeadAttention_tests", "MultiHeadAttention", MHADiscardsUpdatedCache, "update_cache"),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderIgnoresCache, "with a cache"),
+    ("DecoderBlock_tests", "DecoderBlock", DecoderCacheToCrossAttention, "SELF-attention only"),
     ("sample_names_tests", "next_char_probs", probs_temperature_on_probabilities, "dividing the probabilities"),
     ("sample_names_tests", "next_char_probs", probs_temperature_multiplies, "temperature 0.5"),
     ("sample_names_tests", "next_char_probs", probs_top_k_not_renormalised, "without renormalising"),

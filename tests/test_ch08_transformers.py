@@ -38,6 +38,27 @@ def test_multi_head_attention_equals_torch(ch, seed):
     torch.testing.assert_close(w, ref_w, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.numerics
+@pytest.mark.parametrize("D", [1, 3, 16, 64])
+def test_layer_norm_equals_torch_with_its_gradients(ch, D):
+    """The chapter's layer_norm (issue 24's new exercise) is nn.LayerNorm: values and the gradients of x, gamma, beta."""
+    gen = torch.Generator().manual_seed(D)
+    module = nn.LayerNorm(D).double()
+    with torch.no_grad():
+        module.weight.add_(torch.randn(D, generator=gen, dtype=torch.float64))
+        module.bias.add_(torch.randn(D, generator=gen, dtype=torch.float64))
+    x = (3 * torch.randn(2, 5, D, generator=gen, dtype=torch.float64) + 7).requires_grad_()
+    gamma, beta = module.weight.detach().clone().requires_grad_(), module.bias.detach().clone().requires_grad_()
+    w = torch.randn(2, 5, D, generator=gen, dtype=torch.float64)
+    ours = ch["layer_norm"](x, gamma, beta)
+    theirs = module(x)
+    torch.testing.assert_close(ours, theirs, atol=1e-12, rtol=1e-12)
+    ours_grads = torch.autograd.grad((ours * w).sum(), (x, gamma, beta))
+    theirs_grads = torch.autograd.grad((theirs * w).sum(), (x, module.weight, module.bias))
+    for a, b in zip(ours_grads, theirs_grads):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)
+
+
 def test_positional_encoding_equals_seqlab_and_offsets_are_rotations(ch):
     from seqlab.transformer import sinusoidal
 
