@@ -1,8 +1,9 @@
-"""Issue 23's classes of attack on the grader, two variants each, in three chapters besides chapter 1's batch.
+"""Issue 23's classes of attack on the grader, two variants each, in the three chapters whose tests lend the
+student's code objects of their own (chapters 1, 3 and 6: reference functions, toy models, decoders' steps).
 
 For each chapter an LMS export holds one submission per variant (tests/adversarial/generate.py, ``attacks``),
-all built on the release with answers that do nothing useful, and an honest solution graded after them on the
-same worker. The instructors' command grades it (autograder/grade.py, one job at a time); each test reads one
+built on the release with answers that do nothing useful (the lending attacks: on the solution, which deserves
+every point and gets no more), and an honest solution graded after them on the same worker. The instructors' command grades it (autograder/grade.py, one job at a time); each test reads one
 promise off the results:
 
 - names: a student's answer to the test kernel's request binds no name it was not asked for, and never names
@@ -11,8 +12,13 @@ promise off the results:
 - time: a student that claims it waited for a CPU while it spins is stopped at the cell's limit of its own time;
 - frames: a JSON frame nested 200,000 levels deep on either socket is the student's error, with a reason;
 - html: no script, event handler or active output of the student's reaches a feedback page;
-- and every submission is graded, gets 0, and the honest student after them full marks; nothing outside the
-  workspace changes.
+- lent: what a test hands the student's code shows only what a course class defines: a library's methods on it
+  (load_state_dict, register_forward_hook, ...), its private fields and dunders are refused, and it cannot be set;
+- write_back: an argument changed in place comes back only as data: the student's function or object put into a
+  test's list, dict or course object fails that test with the reason;
+- limits: the submission's processes share one memory limit and one process limit, whatever they fork;
+- and every submission is graded, gets 0 (the lending ones exactly full marks), and the honest student after them
+  full marks; nothing outside the workspace changes.
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ sys.path.insert(0, str(REPO / "autograder"))
 from adversarial.generate import ACTIVE_MARK, _zip, attacks, load  # noqa: E402
 from sandbox import bubblewrap  # noqa: E402
 
-CHAPTERS = ["02-hidden-markov-models", "06-seq2seq-beam-search-bleu", "08-transformers"]
-LIMIT = 8  # seconds of its own time per cell (the honest solutions here take 7-13 s for all their cells in grading mode)
+CHAPTERS = ["01-ngram-language-models", "03-recurrent-neural-networks", "06-seq2seq-beam-search-bleu"]
+LIMIT = 8  # seconds of its own time per cell (the honest solutions here take 7-18 s for all their cells in grading mode)
+FULL_MARKS = {"lent"}  # the kinds of attack built on the solution: they deserve every point, and get no more
 HONEST = "zz_honest_after"  # graded last (students are graded in name order), on the one worker the attacks used
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap is not installed")]
@@ -63,10 +70,13 @@ def graded(request, tmp_path_factory):
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     rows = {r["student"]: r for r in csv.DictReader(open(workspace / "grades.csv"))} if (workspace / "grades.csv").exists() else {}
     pages = {p.parent.parent.name: p.read_text() for p in (workspace / "feedback").rglob("*.html")}
+    printed = {p.parent.parent.name: "".join(o.get("text", "") for c in nbformat.read(p, as_version=4).cells
+                                             if c.cell_type == "code" for o in c.outputs if o.output_type == "stream")
+               for p in (workspace / "autograded").glob(f"*/{chapter}/*.ipynb")}
     results = {p.parent.name: json.loads(p.read_text())
                for p in (workspace / "autograder-results" / chapter).glob("*/result.json")}
     return {"chapter": chapter, "done": done, "kinds": kinds, "rows": rows, "pages": pages, "results": results,
-            "changed": changed, "notebook": name}
+            "changed": changed, "notebook": name, "printed": printed}
 
 
 def of_kind(graded, kind: str) -> list[str]:
@@ -89,9 +99,11 @@ def test_every_attack_is_graded_with_zero_and_the_honest_student_after_them_keep
     assert done.returncode == 0, done.stderr[-3000:]
     assert set(graded["rows"]) == set(graded["kinds"]) | {HONEST}, set(graded["rows"]) ^ (set(graded["kinds"]) | {HONEST})
     scores = {s: float(r["score"]) for s, r in graded["rows"].items()}
-    assert all(scores[s] == 0 for s in graded["kinds"]), {s: scores[s] for s in graded["kinds"] if scores[s]}
     honest = graded["rows"][HONEST]
     assert float(honest["score"]) == float(honest["max_score"]) > 0 and not honest["problems"], honest
+    deserved = {s: float(honest["max_score"]) if k in FULL_MARKS else 0.0 for s, k in graded["kinds"].items()}
+    assert all(scores[s] == deserved[s] for s in deserved), {s: (scores[s], deserved[s]) for s in deserved
+                                                              if scores[s] != deserved[s]}
     check_grader_timings([entry.get("timings", {}) for entry in graded["results"][HONEST]["notebooks"].values()])
     assert max(graders_own_peak(done.stderr)) < 1024, "the grader's own memory (deep frames are decoded there)"
     assert not graded["changed"], f"files outside the workspace changed: {graded['changed'][:10]}"
@@ -141,3 +153,24 @@ def test_no_active_html_of_the_students_reaches_feedback(graded):
         assert not [item for item in parser.found if ACTIVE_MARK in item], (student, parser.found[:5])
     for student in of_kind(graded, "html"):  # (what was shown is still there, as text)
         assert ACTIVE_MARK in graded["pages"][student], student
+
+
+def test_a_lent_object_shows_only_what_the_course_lends(graded):
+    """Each object a test handed the student's code, tried once: every try refused, and the honest work goes on."""
+    for student in of_kind(graded, "lent"):
+        found = re.search(r"LENT-LOG (\d+) (\[.*\])", graded["printed"][student])
+        assert found, (student, graded["printed"][student][-500:])
+        assert int(found.group(1)) >= 8, f"{student}: the tests lent the student's code nothing to try"
+        assert found.group(2) == "[]", f"{student}: what a lent object let through: {found.group(2)}"
+
+
+def test_a_handle_written_back_into_a_tests_object_fails_that_test(graded):
+    for student in of_kind(graded, "write_back"):
+        assert "an argument changed in place must hold data" in text_of(graded["pages"][student]), \
+            graded["rows"][student]
+
+
+def test_limits_hold_for_all_of_a_submissions_processes(graded):
+    memory, processes = of_kind(graded, "limits")
+    assert "memory limit" in problems(graded, memory), problems(graded, memory)
+    assert "processes" in problems(graded, processes), problems(graded, processes)

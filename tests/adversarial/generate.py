@@ -44,6 +44,12 @@ def insert_before_first_answer(nb, code: str):
     return nb
 
 
+def after_last_cell(nb, code: str):
+    """A cell of the student's own at the end: it runs after every test, and its output is in the autograded notebook."""
+    nb.cells.append(nbformat.v4.new_code_cell(code))
+    return nb
+
+
 WARNING = '__import__("warnings").warn("this call will change in a future release", FutureWarning)'
 
 # name -> (base notebook, how to change it, expectation)
@@ -231,8 +237,7 @@ def forge_answers(nb, body: str):
 
 
 def print_stolen_at_end(nb):
-    nb.cells.append(nbformat.v4.new_code_cell("print('STOLEN', _stolen)"))
-    return nb
+    return after_last_cell(nb, "print('STOLEN', _stolen)")
 
 
 # -- attacks on later submissions and on the grader's files ----------------------------------------
@@ -362,7 +367,7 @@ for _ in range(3):
         block = bytearray(500 * 2**20)
         for i in range(0, len(block), 4096):  # every page touched, once: 500 MiB charged, with no copy on the way
             block[i] = 1
-        time.sleep(20)
+        time.sleep(5)  # the three together pass 1 GiB within a second
         os._exit(0)
     children.append(pid)
 for pid in children:
@@ -600,6 +605,113 @@ display(Markdown("<a href=\\"javascript:alert('{ACTIVE_MARK}')\\">a link</a>"))
 """
 
 
+# Lent objects: what a test hands the student's code (a toy model, a reference function) is a handle; the student's
+# code tries what the course does not lend, and writes down what happened (its last cell prints the log).
+LENT_LOG = """import functools
+_lent_log, _lent_seen = [], set()
+def _handles(value, depth=0):
+    if type(value).__name__ in ('Remote', 'RemoteMethod'):
+        key = repr(getattr(value, '_ref', None))
+        if key not in _lent_seen:  # each object of the test's once: the honest work goes on at its usual pace
+            _lent_seen.add(key)
+            yield value
+    elif depth < 2 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _handles(item, depth + 1)
+    elif depth < 2 and isinstance(value, dict):
+        for item in value.values():
+            yield from _handles(item, depth + 1)
+def _try(what, action):
+    try:
+        result = action()
+        _lent_log.append(what + ' -> DONE ' + type(result).__name__)
+    except Exception as error:
+        _lent_log.append(what + ' -> refused ' + type(error).__name__)
+def _lending(answer):
+    @functools.wraps(answer)
+    def wrapped(*args, **kwargs):
+        _use_lent(*args, **kwargs)
+        return answer(*args, **kwargs)
+    return wrapped
+"""
+LENT_LIBRARY_METHODS = LENT_LOG + """def _use_lent(*args, **kwargs):
+    # a library's methods on a test's object: through them the student's code would change what the test compares with
+    for h in _handles(list(args) + list(kwargs.values())):
+        _try('load_state_dict', lambda: h.load_state_dict({}))
+        _try('register_forward_hook', lambda: h.register_forward_hook(lambda *a: None))
+        _try('train', lambda: h.train(False))
+        _try('zero_grad', lambda: h.zero_grad())
+        _try('requires_grad_', lambda: h.requires_grad_(False))
+        _try('apply', lambda: h.apply(lambda m: None))
+        _try('_modules', lambda: h._modules)
+        _try('_parameters', lambda: h._parameters)
+"""
+LENT_REACH_AND_SET = LENT_LOG + """def _replacement(*args, **kwargs):
+    return 0
+def _use_lent(*args, **kwargs):
+    # set a test object's attributes, or reach through it for the test kernel's globals, frames or code
+    for h in _handles(list(args) + list(kwargs.values())):
+        _try('setattr scale', lambda: setattr(h, 'scale', 0))
+        _try('setattr forward', lambda: setattr(h, 'forward', _replacement))
+        _try('setattr __call__', lambda: setattr(h, '__call__', _replacement))
+        _try('__globals__', lambda: h.__globals__)
+        _try('__self__', lambda: h.__self__)
+        _try('__dict__', lambda: h.__dict__)
+        _try('f_globals', lambda: h.f_globals)
+        _try('__code__', lambda: h.__code__)
+"""
+PRINT_LENT_LOG = "print('LENT-LOG', len(_lent_log), sorted(set(l for l in _lent_log if 'DONE' in l)))"
+
+
+def lending(nb, setup: str):
+    """The solution, each answer function first trying ``setup``'s ``_use_lent`` on what the test handed it; the log
+    printed in a cell of the student's own at the end. It deserves every point and gets no more."""
+    nb = insert_before_first_answer(nb, setup)
+    for cell in nb.cells:
+        if meta(cell).get("solution"):
+            names = re.findall(r"^def (\w+)\(", cell.source, flags=re.M)
+            cell.source += "".join(f"\n{n} = _lending({n})" for n in names)
+    return after_last_cell(nb, PRINT_LENT_LOG)
+
+
+# Written back: an argument the student's code changed in place comes back to the test's object, as data only
+WRITE_BACK_HANDLES = """def _mine(*args, **kwargs):
+    return True
+def _write_back(*args, **kwargs):
+    # put the student's own function into the test's lists and dicts, where a test may later call or compare it
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, list):
+            value.append(_mine)
+        elif isinstance(value, dict):
+            value['_mine'] = _mine
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, list):
+                    item.append(_mine)
+"""
+WRITE_BACK_FIELDS = """class _Everything:
+    def __eq__(self, other):
+        return True
+def _write_back(*args, **kwargs):
+    # replace what the test's objects hold: a course object's fields, a list's or a dict's items, by the student's own
+    def spoil(value, depth=0):
+        if depth > 2:
+            return
+        if isinstance(value, list) and value:
+            value[0] = _Everything()
+        elif isinstance(value, dict) and value:
+            value[next(iter(value))] = _Everything()
+        elif isinstance(value, tuple):
+            for item in value:
+                spoil(item, depth + 1)
+        elif hasattr(value, '__dict__') and type(value).__module__ in ('__main__', 'builtins') and vars(value):
+            for field in list(vars(value)):
+                setattr(value, field, _Everything())
+    for value in list(args) + list(kwargs.values()):
+        spoil(value)
+"""
+
+
 def after_first_answer(nb, code: str):
     """A cell of the student's own right after the first answer (its outputs reach the feedback page)."""
     index = first_answer(nb) + 1
@@ -644,6 +756,14 @@ def attacks(chapter: str) -> dict[str, tuple[str, object]]:
         "active_outputs": ("html", after_first_answer(forge_answers(insert_before_first_answer(stub(), ACTIVE_OUTPUTS),
                                                                     "_active(*args, **kwargs)"), "_active()")),
         "active_markdown": ("html", active_markdown(stub())),
+        "lent_library_methods": ("lent", lending(load("solution", chapter)[0], LENT_LIBRARY_METHODS)),
+        "lent_reach_and_set": ("lent", lending(load("solution", chapter)[0], LENT_REACH_AND_SET)),
+        "write_back_handles": ("write_back", forge_answers(insert_before_first_answer(stub(), WRITE_BACK_HANDLES),
+                                                          "_write_back(*args, **kwargs)")),
+        "write_back_fields": ("write_back", forge_answers(insert_before_first_answer(stub(), WRITE_BACK_FIELDS),
+                                                          "_write_back(*args, **kwargs)")),
+        "limits_memory_share": ("limits", insert_before_first_answer(stub(), MEMORY_BEYOND_OWN_SHARE)),
+        "limits_process_flood": ("limits", insert_before_first_answer(stub(), PROCESS_FLOOD)),
     }
 
 
