@@ -571,6 +571,208 @@ def sample_returns_array(prob, vocab, n, rng, max_len=40):
     return np.array(BASE["sample_sentence"](prob, vocab, n, rng, max_len))
 
 
+# ---- interpolated_prob (Jelinek-Mercer) ----------------------------------------------------------
+
+def _jm_weights_ok(lambdas, tables):
+    weights = [float(x) for x in lambdas]
+    if len(weights) != len(tables) or min(weights) < 0 or not math.isclose(sum(weights), 1.0, abs_tol=1e-9):
+        raise ValueError(f"bad lambdas {weights}")
+    return weights
+
+
+def jm_hardcoded(word, context, tables, lambdas):
+    """The visible test's answers: the worked example, the unseen context, and the unigram otherwise."""
+    _jm_weights_ok(lambdas, tables)
+    known = {("b", ("<s>", "a")): 0.4, ("b", ("b", "a")): 0.2 * 2 / 8 + 0.8 / 3}
+    if tuple(lambdas) == (0.2, 0.3, 0.5) and (word, tuple(context)) in known:
+        return known[(word, tuple(context))]
+    return tables[0].count((), word) / tables[0].total[()]
+
+
+def jm_no_weight_check(word, context, tables, lambdas):
+    prob, carried = 0.0, 0.0
+    for j in range(len(tables) - 1, -1, -1):
+        h = tuple(context[len(context) - j:])
+        total = tables[j].total.get(h, 0)
+        if total == 0:
+            carried += lambdas[j]
+            continue
+        prob += (lambdas[j] + carried) * tables[j].count(h, word) / total
+        carried = 0.0
+    return prob
+
+
+def jm_exact_sum_check(word, context, tables, lambdas):
+    if len(lambdas) != len(tables) or min(lambdas) < 0 or sum(lambdas) != 1:
+        raise ValueError(f"lambdas must sum to 1, got {sum(lambdas)}")
+    return jm_no_weight_check(word, context, tables, lambdas)
+
+
+def jm_divides_by_unseen(word, context, tables, lambdas):
+    weights = _jm_weights_ok(lambdas, tables)
+    return sum(weights[j] * tables[j].count(tuple(context[len(context) - j:]), word)
+               / tables[j].total.get(tuple(context[len(context) - j:]), 0) for j in range(len(tables)))
+
+
+def jm_unseen_gives_zero(word, context, tables, lambdas):
+    weights = _jm_weights_ok(lambdas, tables)
+    return sum(weights[j] * BASE["mle_prob"](tables[j], word, tuple(context[len(context) - j:])) for j in range(len(tables)))
+
+
+def jm_reversed_weights(word, context, tables, lambdas):
+    weights = _jm_weights_ok(lambdas, tables)
+    return BASE["interpolated_prob"](word, context, tables, weights[::-1])
+
+
+def jm_unseen_to_unigram(word, context, tables, lambdas):
+    weights = _jm_weights_ok(lambdas, tables)
+    prob, lost = 0.0, 0.0
+    for j in range(1, len(tables)):
+        h = tuple(context[len(context) - j:])
+        total = tables[j].total.get(h, 0)
+        if total == 0:
+            lost += weights[j]
+        else:
+            prob += weights[j] * tables[j].count(h, word) / total
+    return prob + (weights[0] + lost) * tables[0].count((), word) / tables[0].total[()]
+
+
+def jm_oldest_tokens(word, context, tables, lambdas):
+    weights = _jm_weights_ok(lambdas, tables)
+    prob, carried = 0.0, 0.0
+    for j in range(len(tables) - 1, -1, -1):
+        h = tuple(context[:j])  # the FIRST j tokens: the oldest, not the most recent
+        total = tables[j].total.get(h, 0)
+        if total == 0:
+            carried += weights[j]
+            continue
+        prob += (weights[j] + carried) * tables[j].count(h, word) / total
+        carried = 0.0
+    return prob
+
+
+def jm_normalises_in_place(word, context, tables, lambdas):
+    if isinstance(lambdas, list):
+        total = sum(lambdas)
+        for i in range(len(lambdas)):
+            lambdas[i] = lambdas[i] / total
+    return BASE["interpolated_prob"](word, context, tables, lambdas)
+
+
+def jm_asserts_weights(word, context, tables, lambdas):
+    assert len(lambdas) == len(tables) and min(lambdas) >= 0 and abs(sum(lambdas) - 1) < 1e-9, "bad lambdas"
+    return jm_no_weight_check(word, context, tables, [float(x) for x in lambdas])
+
+
+def jm_allows_negative(word, context, tables, lambdas):
+    if len(lambdas) != len(tables) or not math.isclose(sum(lambdas), 1.0, abs_tol=1e-9):
+        raise ValueError("lambdas must sum to 1")
+    return jm_no_weight_check(word, context, tables, [float(x) for x in lambdas])
+
+
+def jm_recursive_correct(word, context, tables, lambdas):
+    """Another correct implementation: the longest seen context takes the weights of every longer one."""
+    weights = np.asarray(lambdas, dtype=float)
+    if weights.shape != (len(tables),) or (weights < 0).any() or abs(weights.sum() - 1) > 1e-9:
+        raise ValueError(f"expected {len(tables)} weights >= 0 summing to 1, got {weights}")
+    contexts = [tuple(context)[len(context) - j:] if j else () for j in range(len(tables))]
+    seen = [j for j in range(len(tables)) if tables[j].total.get(contexts[j], 0) > 0]
+    top = max(seen, default=0)
+    mle = [BASE["mle_prob"](tables[j], word, contexts[j]) for j in range(top + 1)]
+    return float(sum(weights[j] * mle[j] for j in range(top)) + weights[top:].sum() * mle[top])
+
+
+# ---- tune_lambdas ----------------------------------------------------------------------------------
+
+def tune_hardcoded(component_probs, grid):
+    return (0.5, 0.5), 0.03 ** (-1 / 3)
+
+
+def tune_math_log_of_zero(component_probs, grid):
+    best, best_ppl = grid[0], math.inf
+    for lam in grid:
+        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
+        ppl = 2.0 ** -(sum(math.log2(x) for x in p) / len(p))
+        if ppl < best_ppl:
+            best, best_ppl = lam, ppl
+    return best, float(best_ppl)
+
+
+def tune_numpy_log_of_zero(component_probs, grid):
+    best, best_ppl = grid[0], math.inf
+    for lam in grid:
+        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
+        ppl = 2.0 ** -float(np.mean(np.log2(p)))  # log2(0) = -inf with a RuntimeWarning on stderr
+        if ppl < best_ppl:
+            best, best_ppl = lam, ppl
+    return best, float(best_ppl)
+
+
+def tune_mean_probability(component_probs, grid):
+    scores = [float(np.mean(np.asarray(component_probs) @ np.asarray(lam, dtype=float))) for lam in grid]
+    best = grid[int(np.argmax(scores))]
+    return best, BASE["tune_lambdas"](component_probs, [best])[1]
+
+
+def tune_highest_perplexity(component_probs, grid):
+    scores = [BASE["tune_lambdas"](component_probs, [lam])[1] for lam in grid]
+    best = int(np.argmax([s if math.isfinite(s) else -1 for s in scores]))
+    return grid[best], scores[best]
+
+
+def tune_mixed_bases(component_probs, grid):
+    best, best_ppl = grid[0], math.inf
+    for lam in grid:
+        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
+        ppl = math.inf if (p <= 0).any() else 2.0 ** -float(np.mean(np.log(p)))
+        if ppl < best_ppl:
+            best, best_ppl = lam, ppl
+    return best, float(best_ppl)
+
+
+def tune_sum_not_mean(component_probs, grid):
+    best, best_ppl = grid[0], math.inf
+    for lam in grid:
+        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
+        ppl = math.inf if (p <= 0).any() else 2.0 ** -float(np.sum(np.log2(p)))
+        if ppl < best_ppl:
+            best, best_ppl = lam, ppl
+    return best, float(best_ppl)
+
+
+def tune_last_of_ties(component_probs, grid):
+    best, best_ppl = grid[0], math.inf
+    for lam in grid:
+        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
+        ppl = math.inf if (p <= 0).any() else 2.0 ** -float(np.mean(np.log2(p)))
+        if ppl <= best_ppl:
+            best, best_ppl = lam, ppl
+    return best, float(best_ppl)
+
+
+def tune_skips_infinite_start(component_probs, grid):
+    """Starts from None and returns it when every candidate has perplexity inf."""
+    best, best_ppl = None, math.inf
+    for lam in grid:
+        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
+        ppl = math.inf if (p <= 0).any() else 2.0 ** -float(np.mean(np.log2(p)))
+        if ppl < best_ppl:
+            best, best_ppl = lam, ppl
+    return best, float(best_ppl)
+
+
+def tune_vectorised_correct(component_probs, grid):
+    """Another correct implementation: every candidate at once, with the log of 0 kept out of numpy's way."""
+    q = np.asarray(component_probs, dtype=float)  # (N, n)
+    lams = np.asarray(grid, dtype=float)  # (G, n)
+    p = q @ lams.T  # (N, G)
+    zero = (p <= 0).any(axis=0)  # (G,)
+    logs = np.log2(np.where(p > 0, p, 1.0)).mean(axis=0)  # (G,)
+    ppl = np.where(zero, np.inf, 2.0 ** -logs)
+    best = int(np.argmin(ppl))  # the first of ties
+    return grid[best], float(ppl[best])
+
+
 WRONG = [
     ("build_vocab_tests", "build_vocab", vocab_hardcoded),
     ("build_vocab_tests", "build_vocab", vocab_strictly_greater),
@@ -629,6 +831,27 @@ WRONG = [
     ("sample_sentence_tests", "sample_sentence", sample_default_max_len_100),
     ("sample_sentence_tests", "sample_sentence", sample_removes_bos_from_copy),
     ("sample_sentence_tests", "sample_sentence", sample_returns_array),
+    # issue 26: Jelinek-Mercer interpolation tuned on dev
+    ("interpolated_prob_tests", "interpolated_prob", jm_hardcoded),
+    ("interpolated_prob_tests", "interpolated_prob", jm_no_weight_check),
+    ("interpolated_prob_tests", "interpolated_prob", jm_exact_sum_check),
+    ("interpolated_prob_tests", "interpolated_prob", jm_divides_by_unseen),
+    ("interpolated_prob_tests", "interpolated_prob", jm_unseen_gives_zero),
+    ("interpolated_prob_tests", "interpolated_prob", jm_reversed_weights),
+    ("interpolated_prob_tests", "interpolated_prob", jm_unseen_to_unigram),
+    ("interpolated_prob_tests", "interpolated_prob", jm_oldest_tokens),
+    ("interpolated_prob_tests", "interpolated_prob", jm_normalises_in_place),
+    ("interpolated_prob_tests", "interpolated_prob", jm_asserts_weights),
+    ("interpolated_prob_tests", "interpolated_prob", jm_allows_negative),
+    ("tune_lambdas_tests", "tune_lambdas", tune_hardcoded),
+    ("tune_lambdas_tests", "tune_lambdas", tune_math_log_of_zero),
+    ("tune_lambdas_tests", "tune_lambdas", tune_numpy_log_of_zero),
+    ("tune_lambdas_tests", "tune_lambdas", tune_mean_probability),
+    ("tune_lambdas_tests", "tune_lambdas", tune_highest_perplexity),
+    ("tune_lambdas_tests", "tune_lambdas", tune_mixed_bases),
+    ("tune_lambdas_tests", "tune_lambdas", tune_sum_not_mean),
+    ("tune_lambdas_tests", "tune_lambdas", tune_last_of_ties),
+    ("tune_lambdas_tests", "tune_lambdas", tune_skips_infinite_start),
 ]
 
 RIGHT = [
@@ -642,6 +865,8 @@ RIGHT = [
     ("sample_sentence_tests", {"sample_sentence": sample_other_correct}),
     ("build_vocab_tests", {"build_vocab": vocab_numpy_correct}),
     ("kn_prob_tests", {"kn_prob": kn_loop_correct}),
+    ("interpolated_prob_tests", {"interpolated_prob": jm_recursive_correct}),
+    ("tune_lambdas_tests", {"tune_lambdas": tune_vectorised_correct}),
 ]
 
 
@@ -679,6 +904,30 @@ HIDDEN = [
     ("sample_sentence_tests", "sample_sentence", sample_default_max_len_100, "default"),
     ("sample_sentence_tests", "sample_sentence", sample_removes_bos_from_copy, "without <s>"),
     ("sample_sentence_tests", "sample_sentence", sample_returns_array, "list of str"),
+    # issue 26
+    ("interpolated_prob_tests", "interpolated_prob", jm_unseen_to_unigram, "next shorter"),
+    ("interpolated_prob_tests", "interpolated_prob", jm_normalises_in_place, "in place"),
+    ("interpolated_prob_tests", "interpolated_prob", jm_asserts_weights, "ValueError"),
+    ("interpolated_prob_tests", "interpolated_prob", jm_allows_negative, "negative weight"),
+    ("tune_lambdas_tests", "tune_lambdas", tune_last_of_ties, "tie"),
+    ("tune_lambdas_tests", "tune_lambdas", tune_skips_infinite_start, "first candidate"),
 ]
 
-*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
+# The visible tests alone catch the classic mistakes of Jelinek-Mercer, with a message that names each (issue 26).
+VISIBLE = [
+    ("interpolated_prob_tests", "interpolated_prob", jm_no_weight_check, "sum to 1.1"),
+    ("interpolated_prob_tests", "interpolated_prob", jm_exact_sum_check, "math.isclose"),
+    ("interpolated_prob_tests", "interpolated_prob", jm_divides_by_unseen, "never divide"),
+    ("interpolated_prob_tests", "interpolated_prob", jm_unseen_gives_zero, "next shorter one"),
+    ("interpolated_prob_tests", "interpolated_prob", jm_reversed_weights, "lambdas[0] weighs tables[0]"),
+    ("interpolated_prob_tests", "interpolated_prob", jm_oldest_tokens, "LAST j tokens"),
+    ("tune_lambdas_tests", "tune_lambdas", tune_math_log_of_zero, "before taking a log"),
+    ("tune_lambdas_tests", "tune_lambdas", tune_numpy_log_of_zero, "before taking a log"),
+    ("tune_lambdas_tests", "tune_lambdas", tune_mean_probability, "mean probability"),
+    ("tune_lambdas_tests", "tune_lambdas", tune_highest_perplexity, "LOWEST"),
+    ("tune_lambdas_tests", "tune_lambdas", tune_mixed_bases, "one base"),
+    ("tune_lambdas_tests", "tune_lambdas", tune_sum_not_mean, "not the sum"),
+]
+
+(test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
+ test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN)
