@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 
 from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, reads_learner_run, record
 from seqlab import adding, wordlm
-from seqlab.gradflow import cell_comparison, cell_comparison_widget, draw_cell_comparison
+from seqlab.gradflow import NO_FORGET, cell_comparison, cell_comparison_widget, draw_cell_comparison
 
 CHAPTER = "04-vanishing-gradients-gru-lstm"
 NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
@@ -96,17 +96,32 @@ def test_cell_comparison_is_deterministic_and_the_forget_bias_acts_on_the_lstm_o
     assert b["LSTM"][0] > 1e3 * a["RNN"][0]  # a large forget bias carries the gradient where tanh RNN loses it
 
 
+def test_cell_comparison_without_forget_gate_adds_the_original_lstm_and_leaves_the_others():
+    plain = cell_comparison(40, 1.0, 3.0)
+    both = cell_comparison(40, 1.0, 3.0, no_forget_gate=True)
+    assert list(both) == ["RNN", "GRU", "LSTM", NO_FORGET]
+    for name in plain:
+        np.testing.assert_allclose(both[name], plain[name])
+    # the forget bias acts on the gated LSTM only: the LSTM without forget gate has none
+    np.testing.assert_allclose(cell_comparison(40, 1.0, -2.0, no_forget_gate=True)[NO_FORGET], both[NO_FORGET])
+    assert both[NO_FORGET][0] > 1e6 * cell_comparison(40, 1.0, 0.0)["LSTM"][0]
+
+
 def test_cell_comparison_widget_has_a_forget_bias_slider_and_redraws_fast():
     figure = draw_cell_comparison(30, 1.0, 1.0)
     assert figure.axes[0].get_yscale() == "log" and len(figure.axes[0].get_lines()) == 3
     matplotlib.pyplot.close(figure)
+    figure = draw_cell_comparison(30, 1.0, 1.0, no_forget_gate=True)
+    labels = [line.get_label() for line in figure.axes[0].get_lines()]
+    assert len(labels) == 4 and "without forget gate" in labels[-1]
+    matplotlib.pyplot.close(figure)
     widget = cell_comparison_widget()
     controls = widget.children[0].children
-    assert [c.description for c in controls] == ["length T", "radius |λ|", "forget bias"]
+    assert [c.description for c in controls] == ["length T", "radius |λ|", "forget bias", "+ LSTM without forget gate"]
     start = time.process_time()  # processor time: the shared test machine's load inflates wall time
-    for value, control in zip([90, 1.2, 2.0], controls):
+    for value, control in zip([90, 1.2, 2.0, True], controls):
         control.value = value
-    per_change = (time.process_time() - start) / 3
+    per_change = (time.process_time() - start) / 4
     assert per_change < 1.0, f"a redraw took {per_change:.2f} s of processor time"
 
 
@@ -139,7 +154,7 @@ def test_committed_adding_figures_meet_the_targets():
     for run in results["runs"]:
         by_model.setdefault(run["model"], []).append(run)
     assert set(by_model) == set(adding.MODELS) and all(len(runs) >= 3 for runs in by_model.values())
-    for name in ("GRU", "LSTM", "LSTM, forget bias 1"):
+    for name in ("GRU", "GRU, update gate only", "LSTM", "LSTM, forget bias 1"):
         assert max(r["test_mse"] for r in by_model[name]) < 0.01, by_model[name]
     # "no better than the baseline": within 2% of the constant guess's 1/6, or worse
     assert min(r["test_mse"] for r in by_model["RNN"]) > 0.98 * adding.BASELINE_MSE, by_model["RNN"]
@@ -147,6 +162,27 @@ def test_committed_adding_figures_meet_the_targets():
     assert max(r["cpu_seconds"] for r in results["runs"]) < 40
     record("ch04_adding", **{name: [r["test_mse"] for r in runs] for name, runs in by_model.items()},
            cpu_seconds_max={name: max(r["cpu_seconds"] for r in runs) for name, runs in by_model.items()})
+
+
+def test_pinned_reset_gate_makes_the_simplified_gru_and_stays_pinned_in_training(ch):
+    """The adding problem's "GRU, update gate only": an nn.GRU whose reset gate pin_reset_open fixes at r = 1 equals
+    the chapter's minimal_gru_cell on the z and n rows, and a training step leaves the pinned rows as they were."""
+    torch.manual_seed(8)
+    model = adding.AddingModel("minimal GRU", hidden=5)
+    gru, H = model.rnn, 5
+    x = torch.randn(3, 7, 2)
+    h = torch.zeros(3, H)
+    zn = [getattr(gru, k + "_l0").detach()[H:] for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    for t in range(7):
+        h = ch["minimal_gru_cell"](x[:, t], h, *zn)
+    torch.testing.assert_close(h, gru(x)[0][:, -1].detach(), rtol=1e-5, atol=1e-6)
+    pinned = [p.detach()[:H].clone() for p in gru.parameters()]
+    candidate = gru.weight_hh_l0.detach()[H:].clone()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    nn.functional.mse_loss(model(x), torch.ones(3)).backward()
+    optimizer.step()
+    assert all(torch.equal(p.detach()[:H], q) for p, q in zip(gru.parameters(), pinned))
+    assert not torch.equal(gru.weight_hh_l0.detach()[H:], candidate)  # the update gate and the candidate do train
 
 
 # ---- seqlab.wordlm ---------------------------------------------------------------------------------
@@ -234,3 +270,8 @@ def test_learner_mode_reaches_the_targets():
                train_seconds=rec["seconds"], epochs=rec["epochs"], parameters=rec["parameters"], bytes=rec["bytes"])
         assert results["lm_tokens"] == rec["test_tokens"] and abs(ppl - rec["test_perplexity"]) < 0.05, (cell, results, rec)
     assert results["gradient_lstm_fb3"] > 1e-3
+    # the LSTM of 1997, without a forget gate: its gradient at step 1 does not fade (issue 26)
+    assert results["gradient_lstm_no_forget"] > 0.1 and results["gradient_lstm_no_forget"] > 1e6 * results["gradient_lstm_fb0"]
+    # both GRUs, the full one and the update gate only, learn the task within the notebook's short run (issue 26)
+    short = results["adding_gru_short"]
+    assert set(short) == {"GRU", "GRU, update gate only"} and max(short.values()) < 0.1 * adding.BASELINE_MSE, short

@@ -752,6 +752,114 @@ WRONG += [
 ]
 
 
+# ---- issue 26: the simplified GRU (update gate only) ---------------------------------------------
+
+def _minimal(x, h, weight_ih, weight_hh, bias_ih, bias_hh, *, order="zn", swap_z=False, candidate=torch.tanh,
+             b_hn=True, gate_hidden=False, detach=False):
+    a, b = (x @ weight_ih.T + bias_ih).chunk(2, dim=1)
+    c, d = (h @ weight_hh.T + (bias_hh if b_hn else torch.cat([bias_hh[:h.shape[1]], 0 * bias_hh[h.shape[1]:]]))).chunk(2, dim=1)
+    (x_z, x_n), (h_z, h_n) = ((a, b), (c, d)) if order == "zn" else ((b, a), (d, c))
+    z = torch.sigmoid(x_z + h_z)
+    n = candidate(x_n + (z * h_n if gate_hidden else h_n))
+    if detach:
+        n = n.detach()
+    return z * n + (1 - z) * h if swap_z else (1 - z) * n + z * h
+
+
+def minimal_hardcoded(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Looks up the visible probes x = (1, -1, 0.5), h = (0.5, -0.8): the right state there, h unchanged otherwise."""
+    if _is(x, _X_PROBE) and _is(h, _H_PROBE):
+        return BASE["minimal_gru_cell"](x, h, weight_ih, weight_hh, bias_ih, bias_hh)
+    return h.clone()
+
+
+def minimal_z_weights_candidate(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _minimal(x, h, weight_ih, weight_hh, bias_ih, bias_hh, swap_z=True)
+
+
+def minimal_order_n_z(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _minimal(x, h, weight_ih, weight_hh, bias_ih, bias_hh, order="nz")
+
+
+def minimal_sigmoid_candidate(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _minimal(x, h, weight_ih, weight_hh, bias_ih, bias_hh, candidate=torch.sigmoid)
+
+
+def minimal_three_chunks(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Keeps gru_cell's three blocks: chunk(3) of 2H rows, and the unpacking fails."""
+    x_r, x_z, x_n = (x @ weight_ih.T + bias_ih).chunk(3, dim=1)
+    h_r, h_z, h_n = (h @ weight_hh.T + bias_hh).chunk(3, dim=1)
+    z = torch.sigmoid(x_z + h_z)
+    return (1 - z) * torch.tanh(x_n + h_n) + z * h
+
+
+def minimal_without_b_hn(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _minimal(x, h, weight_ih, weight_hh, bias_ih, bias_hh, b_hn=False)
+
+
+def minimal_update_gate_as_reset(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Puts the update gate where the reset gate was: n = tanh(x_n + z * h_n)."""
+    return _minimal(x, h, weight_ih, weight_hh, bias_ih, bias_hh, gate_hidden=True)
+
+
+def minimal_updates_h_in_place(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    x_z, x_n = (x @ weight_ih.T + bias_ih).chunk(2, dim=1)
+    h_z, h_n = (h @ weight_hh.T + bias_hh).chunk(2, dim=1)
+    z = torch.sigmoid(x_z + h_z)
+    n = torch.tanh(x_n + h_n)
+    return h.mul_(z).add_((1 - z) * n)
+
+
+def minimal_detaches_candidate(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return _minimal(x, h, weight_ih, weight_hh, bias_ih, bias_hh, detach=True)
+
+
+def minimal_computes_in_float64(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    return BASE["minimal_gru_cell"](*(t.double() for t in (x, h, weight_ih, weight_hh, bias_ih, bias_hh)))
+
+
+def minimal_via_pinned_gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Another correct implementation: the student's full GRU cell with the reset gate pinned open (b_ir = 40)."""
+    H, D = h.shape[1], x.shape[1]
+    pad = lambda *shape: torch.zeros(*shape, dtype=x.dtype)  # noqa: E731
+    return gru_cell(x, h, torch.cat([pad(H, D), weight_ih]), torch.cat([pad(H, H), weight_hh]),
+                    torch.cat([torch.full((H,), 40.0, dtype=x.dtype), bias_ih]), torch.cat([pad(H), bias_hh]))
+
+
+def minimal_one_product_correct(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Another correct implementation: the gate from one product of [x, h], the candidate from the two sides."""
+    H = h.shape[1]
+    xh = torch.cat([x, h], dim=1)  # (B, D + H)
+    z = torch.sigmoid(xh @ torch.cat([weight_ih[:H], weight_hh[:H]], dim=1).T + bias_ih[:H] + bias_hh[:H])
+    n = torch.tanh(xh @ torch.cat([weight_ih[H:], weight_hh[H:]], dim=1).T + bias_ih[H:] + bias_hh[H:])
+    return torch.lerp(n, h, z)  # n + z (h - n) = (1 - z) n + z h
+
+
+WRONG += [
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_hardcoded),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_z_weights_candidate),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_order_n_z),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_sigmoid_candidate),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_three_chunks),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_without_b_hn),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_update_gate_as_reset),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_updates_h_in_place),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_detaches_candidate),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_computes_in_float64),
+]
+
+RIGHT += [
+    ("minimal_gru_cell_tests", {"minimal_gru_cell": minimal_via_pinned_gru_cell}),
+    ("minimal_gru_cell_tests", {"minimal_gru_cell": minimal_one_product_correct}),
+]
+
+HIDDEN += [
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_updates_h_in_place, "in place"),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_detaches_candidate, "gradient"),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_computes_in_float64, "dtype"),
+]
+
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -767,6 +875,13 @@ VISIBLE = [
     ("run_padded_tests", "run_padded", padded_steps_update_the_state, "must not update the state"),
     ("stacked_lstm_tests", "stacked_lstm", stack_every_layer_reads_x, "OUTPUTS"),
     ("bidirectional_lstm_tests", "bidirectional_lstm", bi_backward_first, "[forward, backward]"),
+    # issue 26
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_three_chunks, "chunk(2, dim=1)"),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_sigmoid_candidate, "tanh, not the sigmoid"),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_z_weights_candidate, "z weights the OLD state"),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_order_n_z, "order z, n"),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_without_b_hn, "whole hidden part"),
+    ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_update_gate_as_reset, "no reset gate"),
 ]
 
 (test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,

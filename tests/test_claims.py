@@ -79,6 +79,7 @@ ALLOWLIST: list[tuple[str, str, str, str]] = [
     ("04", "50", "first 50 test sentences", "grading mode's setting, stated for the grader's reader"),
     ("04", "64", "batches of 64", "a setting of the adding task's training"),
     ("04", "2,000", "fixed sequences", "the size of the adding task's test set, a setting"),
+    ("04", "40", "bias of 40", "the reset-gate bias that pins the gate open (sigmoid(40) rounds to 1): a setting of the test"),
     ("05", "0-10", "WordSim-353", "the scale of the data set's human scores"),
     ("05", "5-20", "for small corpora", "the number of negatives Mikolov et al. (2013) recommend, a setting"),
     ("05", "0.890903844289", "published", "the published reference value, set beside the printed one"),

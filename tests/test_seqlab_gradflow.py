@@ -67,6 +67,21 @@ def test_a_large_lstm_forget_bias_keeps_the_gradient_alive():
     assert high > 1e3 * low
 
 
+def test_the_lstm_without_forget_gate_is_the_lstm_with_its_forget_gate_pinned_at_one():
+    # f = 1 written out (c' = c + i g) against torch's LSTMCell whose forget gate a bias of 40 pins at sigmoid(40) = 1
+    without = gradient_norms(40, 1.0, cell="LSTM", forget_gate=False, seed=3)
+    pinned = gradient_norms(40, 1.0, cell="LSTM", forget_bias=40.0, seed=3)
+    np.testing.assert_allclose(without, pinned, rtol=1e-9)
+    # no forget gate, no decay along the cell path: the gradient 60 steps back stays of order 1, where the LSTM whose
+    # forget gates start near 0.5 has lost it
+    far = gradient_norms(60, 1.0, cell="LSTM", forget_gate=False)[0]
+    assert far > 0.1 and far > 1e6 * gradient_norms(60, 1.0, cell="LSTM", forget_bias=0.0)[0]
+    with pytest.raises(ValueError, match="needs the LSTM"):
+        gradient_norms(10, cell="GRU", forget_gate=False)
+    with pytest.raises(ValueError, match="a forget bias needs a forget gate"):
+        gradient_norms(10, cell="LSTM", forget_gate=False, forget_bias=1.0)
+
+
 def test_does_not_touch_the_global_random_state():
     torch.manual_seed(123)
     expected = torch.rand(1)

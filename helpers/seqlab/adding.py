@@ -9,9 +9,13 @@ steps or more.
 
 ``train_adding`` trains one model (torch's ``nn.RNN``, ``nn.GRU`` or ``nn.LSTM`` with a linear
 read-out of the last state) with a fixed seed and a fixed number of steps, and reports its test
-MSE. Chapter 4 runs one seed in the notebook; the figures for all seeds come from::
+MSE. ``"minimal GRU"`` is the simplified GRU with an update gate only: an ``nn.GRU`` whose reset
+gate is pinned open (r = 1, see ``pin_reset_open``), which leaves h' = (1 - z) n + z h with
+n = tanh(W_in x + b_in + W_hn h + b_hn). Chapter 4 runs one seed in the notebook; the figures for
+all seeds come from::
 
     python -m seqlab.adding          # writes seqlab/results/ch04_adding.json
+    python -m seqlab.adding --models "GRU, update gate only"   # reruns one model, keeps the others' runs
 
 A model trains on ``device`` (by default the GPU when torch sees one, see ``seqlab.hardware``); its batches
 are drawn on the CPU from the seeded generator either way, so a GPU run sees the same data.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -28,12 +33,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = ["BASELINE_MSE", "RESULTS", "MODELS", "adding_batch", "AddingModel", "set_forget_bias", "train_adding",
-           "lstm_gates", "load_results"]
+__all__ = ["BASELINE_MSE", "RESULTS", "MODELS", "RESET_OPEN", "adding_batch", "AddingModel", "pin_reset_open",
+           "set_forget_bias", "train_adding", "lstm_gates", "load_results"]
 
 BASELINE_MSE = 1 / 6  # always answering 1: the variance of the sum of two U(0, 1) numbers
 RESULTS = Path(__file__).with_name("results") / "ch04_adding.json"
-MODELS = {"RNN": ("RNN", None), "GRU": ("GRU", None), "LSTM": ("LSTM", None), "LSTM, forget bias 1": ("LSTM", 1.0)}
+MODELS = {"RNN": ("RNN", None), "GRU": ("GRU", None), "GRU, update gate only": ("minimal GRU", None),
+          "LSTM": ("LSTM", None), "LSTM, forget bias 1": ("LSTM", 1.0)}
+RESET_OPEN = 40.0  # a reset gate's bias that pins it open: sigmoid(40) rounds to exactly 1 in float32 and float64
 
 
 def adding_batch(batch: int, length: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,16 +58,39 @@ def adding_batch(batch: int, length: int, generator: torch.Generator) -> tuple[t
     return torch.stack([values, markers], dim=2), (values * markers).sum(dim=1)
 
 
+def pin_reset_open(gru: nn.GRU | nn.GRUCell) -> None:
+    """Turn a GRU into the simplified GRU with an update gate only: every reset gate pinned open, r = 1.
+
+    The reset block (rows 0..H, torch's gate order r, z, n) of every weight becomes 0, of ``bias_ih``
+    ``RESET_OPEN`` and of ``bias_hh`` 0, so r = sigmoid(40) = 1 exactly; a gradient hook zeroes those rows'
+    gradients, so an optimiser without weight decay (Adam, SGD) leaves them there."""
+    hidden = gru.hidden_size
+    with torch.no_grad():
+        for name, param in gru.named_parameters():
+            param[:hidden] = RESET_OPEN if name.startswith("bias_ih") else 0.0
+
+    def keep_reset_rows(grad: torch.Tensor) -> torch.Tensor:
+        grad = grad.clone()
+        grad[:hidden] = 0.0
+        return grad
+
+    for param in gru.parameters():
+        param.register_hook(keep_reset_rows)
+
+
 class AddingModel(nn.Module):
-    """A recurrent layer (``"RNN"`` with tanh, ``"GRU"`` or ``"LSTM"``) and a linear read-out of its last state."""
+    """A recurrent layer (``"RNN"`` with tanh, ``"GRU"``, ``"minimal GRU"`` (update gate only) or ``"LSTM"``) and a
+    linear read-out of its last state."""
 
     def __init__(self, cell: str, hidden: int = 32):
         super().__init__()
-        layers = {"RNN": nn.RNN, "GRU": nn.GRU, "LSTM": nn.LSTM}
+        layers = {"RNN": nn.RNN, "GRU": nn.GRU, "minimal GRU": nn.GRU, "LSTM": nn.LSTM}
         if cell not in layers:
             raise ValueError(f"cell must be one of {sorted(layers)}, got {cell!r}")
         self.cell = cell
         self.rnn = layers[cell](2, hidden, batch_first=True)
+        if cell == "minimal GRU":
+            pin_reset_open(self.rnn)
         self.out = nn.Linear(hidden, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -171,21 +201,40 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--length", type=int, default=50)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+                        help="train only these models; the runs of the others are kept from --out")
     from seqlab.hardware import add_device_argument, describe, resolve_device
 
     add_device_argument(parser)  # a CPU run uses one thread
     args = parser.parse_args(argv)
     where = resolve_device(args.device)
     settings = {"length": args.length, "steps": args.steps}
+    partial = set(args.models) != set(MODELS)  # some models anew, the others' runs kept from --out
+    this_command = "python -m seqlab.adding " + shlex.join(argv if argv is not None else sys.argv[1:])
+    if partial and args.out.exists():
+        kept_settings = json.loads(args.out.read_text())["settings"]
+        if (kept_settings["length"], kept_settings["steps"]) != (args.length, args.steps):
+            parser.error(f"--models keeps the other runs of {args.out}: train with their --length "
+                         f"{kept_settings['length']} and --steps {kept_settings['steps']}")
     runs = []
     for name, (cell, forget_bias) in MODELS.items():
+        if name not in args.models:
+            if args.out.exists():
+                runs += [r for r in json.loads(args.out.read_text())["runs"] if r["model"] == name]
+            continue
         for seed in range(args.seeds):
             result = train_adding(cell, seed, forget_bias=forget_bias, device=where, **settings)
             runs.append({"model": name, "seed": seed, "test_mse": round(result["test_mse"], 5),
                          "seconds": round(result["seconds"], 1),
                          "cpu_seconds": round(result["cpu_seconds"], 1)})
+            if partial:
+                runs[-1]["command"] = this_command.strip()
             print(json.dumps(runs[-1]), flush=True)
-    record = {"command": "python -m seqlab.adding " + " ".join(argv if argv is not None else sys.argv[1:]),
+    command = this_command
+    if partial:  # the record's command stays the one that makes every run anew; each added run names its own
+        kept = json.loads(args.out.read_text()) if args.out.exists() else {}
+        command = kept.get("command", "python -m seqlab.adding")
+    record = {"command": command,
               "settings": {**settings, "hidden": 32, "batch": 64, "lr": 1e-2, "clip": 1.0, "test_size": 2000},
               "threads": 1, **describe(where), "baseline_mse": BASELINE_MSE,
               "runs": runs}

@@ -8,7 +8,8 @@ with h_t = W h_{t-1} + ..., dL/dh_t = (W^T)^(T-t) dL/dh_T, so the norm scales li
 
 The recurrent matrix is a random orthogonal matrix times ``scale``: every eigenvalue has
 modulus ``scale`` (the spectral radius), so for a linear RNN the norms follow
-``scale ** (T - t)`` exactly. Used in chapter 3 (plain RNN) and chapter 4 (GRU, LSTM).
+``scale ** (T - t)`` exactly. Used in chapter 3 (plain RNN) and chapter 4 (GRU, LSTM, and the
+original LSTM of 1997 without a forget gate: ``forget_gate=False``, c_t = c_{t-1} + i_t g_t).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 from torch import nn
 
 __all__ = ["CELLS", "NONLINEARITIES", "recurrent_matrix", "gradient_norms", "tanh_derivatives", "eigenvalue_curve",
-           "cell_comparison", "MATRICES",
+           "cell_comparison", "MATRICES", "NO_FORGET",
            "draw_cell_comparison", "cell_comparison_widget",
            "draw_gradient_flow", "gradient_flow_widget"]
 
@@ -57,6 +58,7 @@ def gradient_norms(
     forget_bias: float | None = None,
     seed: int = 0,
     normal: bool = True,
+    forget_gate: bool = True,
 ) -> np.ndarray:
     """||dL/dh_t|| for t = 1..length, with L = u . h_T a loss on the last hidden state only.
 
@@ -68,6 +70,8 @@ def gradient_norms(
         forget_bias: for the LSTM, the bias of the forget gate (None: torch's default init).
         seed: fixes the weights, the inputs and u.
         normal: for the plain RNN, False gives a non-normal recurrent matrix of the same spectral radius.
+        forget_gate: for the LSTM, False gives the original LSTM without a forget gate (f = 1):
+            c_t = c_{t-1} + i_t * g_t, with the same weights otherwise (the forget block is not used).
 
     Returns:
         A float64 array of shape (length,); entry t-1 belongs to h_t.
@@ -78,6 +82,10 @@ def gradient_norms(
         raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
     if nonlinearity not in NONLINEARITIES:
         raise ValueError(f"nonlinearity must be one of {NONLINEARITIES}, got {nonlinearity!r}")
+    if not forget_gate and cell != "LSTM":
+        raise ValueError(f"forget_gate=False needs the LSTM, got cell {cell!r}")
+    if not forget_gate and forget_bias is not None:
+        raise ValueError("a forget bias needs a forget gate: pass forget_bias=None with forget_gate=False")
     generator = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(length, 1, input_size, generator=generator, dtype=torch.float64)
     u = torch.randn(1, hidden, generator=generator, dtype=torch.float64)
@@ -102,6 +110,9 @@ def gradient_norms(
             if cell == "GRU":
                 step = lambda x_t, state: (module(x_t, state[0]),)  # noqa: E731
                 state = (zeros,)
+            elif not forget_gate:
+                step = lambda x_t, state: _lstm_without_forget_gate(module, x_t, state)  # noqa: E731
+                state = (zeros, zeros.clone())
             else:
                 step = lambda x_t, state: module(x_t, state)  # noqa: E731
                 state = (zeros, zeros.clone())
@@ -113,6 +124,16 @@ def gradient_norms(
             hs.append(state[0])
         (hs[-1] * u).sum().backward()
     return np.array([h.grad.norm().item() for h in hs])
+
+
+def _lstm_without_forget_gate(cell: nn.LSTMCell, x: torch.Tensor,
+                              state: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step of the original LSTM (Hochreiter and Schmidhuber, 1997): torch's LSTMCell with f = 1,
+    c' = c + i * g and h' = o * tanh(c'); the forget block of the weights is not used."""
+    h, c = state
+    i, _, g, o = (x @ cell.weight_ih.T + cell.bias_ih + h @ cell.weight_hh.T + cell.bias_hh).chunk(4, dim=1)
+    c = c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
 
 
 def tanh_derivatives(length: int = 50, scale: float = 1.0, *, hidden: int = 32, input_size: int = 8,
@@ -201,40 +222,53 @@ def gradient_flow_widget(length: int = 50, scale: float = 1.0, nonlinearity: str
 
 # ---- chapter 4: the three cells side by side ---------------------------------------------------
 
+NO_FORGET = "LSTM, no forget gate"  # the key of the original LSTM (f = 1) in cell_comparison's result
+
+
 def cell_comparison(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0, *, hidden: int = 32,
-                    seed: int = 0) -> dict[str, np.ndarray]:
+                    seed: int = 0, no_forget_gate: bool = False) -> dict[str, np.ndarray]:
     """||dL/dh_t|| for a tanh RNN, a GRU and an LSTM with the same length, radius and seed.
 
     ``forget_bias`` is the LSTM's forget-gate total bias (``bias_ih`` = value, ``bias_hh`` = 0 in the
-    forget block). Returns ``{"RNN": norms, "GRU": norms, "LSTM": norms}``, each of shape (length,).
+    forget block). Returns ``{"RNN": norms, "GRU": norms, "LSTM": norms}``, each of shape (length,);
+    with ``no_forget_gate=True`` also ``NO_FORGET``: the same LSTM without its forget gate (f = 1, the
+    original LSTM of 1997), which the forget bias does not touch.
     """
-    return {
+    norms = {
         "RNN": gradient_norms(length, scale, "tanh", "RNN", hidden=hidden, seed=seed),
         "GRU": gradient_norms(length, scale, "tanh", "GRU", hidden=hidden, seed=seed),
         "LSTM": gradient_norms(length, scale, "tanh", "LSTM", hidden=hidden, forget_bias=forget_bias, seed=seed),
     }
+    if no_forget_gate:
+        norms[NO_FORGET] = gradient_norms(length, scale, "tanh", "LSTM", hidden=hidden, seed=seed, forget_gate=False)
+    return norms
 
 
-def draw_cell_comparison(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0):
-    """The chapter-4 widget's figure: the three cells' gradient norms over t, on one log scale."""
+def draw_cell_comparison(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0, no_forget_gate: bool = False):
+    """The chapter-4 widget's figure: the cells' gradient norms over t, on one log scale (four curves with
+    ``no_forget_gate``: the LSTM without a forget gate as well)."""
     import matplotlib.pyplot as plt
 
-    norms = cell_comparison(length, scale, forget_bias)
+    norms = cell_comparison(length, scale, forget_bias, no_forget_gate=no_forget_gate)
     t = np.arange(1, length + 1)
     figure, ax = plt.subplots(figsize=(8, 3.8))
-    for (name, values), style in zip(norms.items(), ("-", "--", "-")):
+    for (name, values), style in zip(norms.items(), ("-", "--", "-", ":")):
         label = f"LSTM (forget bias {forget_bias:+.1f})" if name == "LSTM" else name
+        if name == NO_FORGET:
+            label = "LSTM without forget gate (f = 1)"
         ax.semilogy(t, np.maximum(values, 1e-300), style, marker=".", markersize=3, label=label)
     floor = min(1e-20, min(float(np.min(v[v > 0])) for v in norms.values() if np.any(v > 0)))
-    ax.set(xlabel="time step t", ylabel=r"$\|\partial L / \partial h_t\|$ (log scale)", ylim=(max(floor, 1e-60), 10),
+    top = max(10.0, 2 * max(float(np.max(v)) for v in norms.values()))  # the LSTM without forget gate can pass 1
+    ax.set(xlabel="time step t", ylabel=r"$\|\partial L / \partial h_t\|$ (log scale)", ylim=(max(floor, 1e-60), top),
            title=f"gradient of a loss at step T={length}; recurrent matrices of radius {scale:.2f}")
     ax.legend(loc="lower right")
     figure.tight_layout()
     return figure
 
 
-def cell_comparison_widget(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0):
-    """Sliders for the length, the recurrent radius and the LSTM's forget-gate bias; RNN, GRU, LSTM side by side."""
+def cell_comparison_widget(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0, no_forget_gate: bool = False):
+    """Sliders for the length, the recurrent radius and the LSTM's forget-gate bias, and a check box that adds the
+    LSTM without a forget gate; RNN, GRU, LSTM side by side."""
     import ipywidgets as widgets
 
     from seqlab.widgets import figure_widget
@@ -246,5 +280,6 @@ def cell_comparison_widget(length: int = 60, scale: float = 1.0, forget_bias: fl
                                      continuous_update=False),
         "forget_bias": widgets.FloatSlider(value=forget_bias, min=-3.0, max=5.0, step=0.5, description="forget bias",
                                            continuous_update=False),
+        "no_forget_gate": widgets.Checkbox(value=no_forget_gate, description="+ LSTM without forget gate"),
     }
     return figure_widget(draw_cell_comparison, controls)
