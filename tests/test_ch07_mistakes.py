@@ -673,6 +673,203 @@ def qkv_log_mask_other_correct(queries, keys, values, mask=None):
     return torch.bmm(weights, values), weights
 
 
+# ---- reversed_positions and alignment_accuracy (the reversed-digits alignment) ---------------------
+
+reversed_positions = BASE["reversed_positions"]
+alignment_accuracy = BASE["alignment_accuracy"]
+
+
+def _steps_and_lengths(src_lengths, T):
+    return torch.arange(T)[None, :], src_lengths.long()[:, None]  # (1, T), (B, 1)
+
+
+def positions_from_padded_length(src_lengths, T):
+    """Counts back from the longest source's last digit in every row."""
+    t, n = _steps_and_lengths(src_lengths, T)
+    return torch.where(t < n, int(src_lengths.max()) - 1 - t, -1)
+
+
+def positions_off_by_one(src_lengths, T):
+    t, n = _steps_and_lengths(src_lengths, T)
+    return torch.where(t < n, n - t, -1)
+
+
+def positions_diagonal(src_lengths, T):
+    """The monotone alignment, t itself."""
+    t, n = _steps_and_lengths(src_lengths, T)
+    return torch.where(t < n, t, -1)
+
+
+def positions_not_clipped(src_lengths, T):
+    """n - 1 - t at every step: -2, -3, ... past the end."""
+    t, n = _steps_and_lengths(src_lengths, T)
+    return n - 1 - t
+
+
+def positions_as_float(src_lengths, T):
+    return reversed_positions(src_lengths, T).float()
+
+
+def positions_ignore_T(src_lengths, T):
+    """One step per digit: the </s> step and the padding left out."""
+    return reversed_positions(src_lengths, int(src_lengths.max()))
+
+
+def positions_keep_lengths_dtype(src_lengths, T):
+    """Right values in the lengths' dtype: int32 positions for int32 lengths."""
+    t, n = torch.arange(T, dtype=src_lengths.dtype)[None, :], src_lengths[:, None]
+    return torch.where(t < n, n - 1 - t, torch.tensor(-1, dtype=src_lengths.dtype))
+
+
+def positions_lengths_in_place(src_lengths, T):
+    """Right values, but the caller's lengths lose 1 each."""
+    src_lengths -= 1
+    t, n = _steps_and_lengths(src_lengths, T)
+    return torch.where(t <= n, n - t, -1)
+
+
+def positions_loop_over_digits(src_lengths, T):
+    """Loops over each source's digits: an IndexError once T is shorter than a source."""
+    out = torch.full((len(src_lengths), T), -1, dtype=torch.long)
+    for b, n in enumerate(src_lengths.tolist()):
+        for t in range(n):
+            out[b, t] = n - 1 - t
+    return out
+
+
+def positions_hardcoded(src_lengths, T):
+    return torch.tensor([[2, 1, 0, -1], [0, -1, -1, -1]])
+
+
+def accuracy_argmax_over_steps(weights, expected):
+    scored = expected >= 0
+    index = expected.clamp(min=0)
+    hits = weights.argmax(dim=1) == index
+    return float(hits[scored].float().mean()), float(weights.gather(-1, index[..., None])[..., 0][scored].mean())
+
+
+def accuracy_counts_unscored_as_misses(weights, expected):
+    scored = expected >= 0
+    index = expected.clamp(min=0)
+    hits = (weights.argmax(dim=-1) == expected).double().mean()
+    return float(hits), float(weights.gather(-1, index[..., None])[..., 0][scored].mean())
+
+
+def accuracy_minus_one_indexes_last(weights, expected):
+    """Hits over the scored steps, but the mass read at expected for every step: -1 reads the last position."""
+    scored = expected >= 0
+    b, t = torch.meshgrid(torch.arange(weights.shape[0]), torch.arange(weights.shape[1]), indexing="ij")
+    hits = weights.argmax(dim=-1) == expected
+    return float(hits[scored].double().mean()), float(weights[b, t, expected].double().mean())
+
+
+def accuracy_mean_of_row_means(weights, expected):
+    rates, masses = [], []
+    for w, e in zip(weights, expected):
+        keep = e >= 0
+        if keep.any():
+            rates.append(float((w.argmax(-1)[keep] == e[keep]).double().mean()))
+            masses.append(float(w[keep].gather(-1, e[keep][:, None]).mean()))
+    return sum(rates) / len(rates), sum(masses) / len(masses)
+
+
+def accuracy_mass_is_max_weight(weights, expected):
+    scored = expected >= 0
+    hits = weights.argmax(dim=-1) == expected
+    return float(hits[scored].double().mean()), float(weights.max(-1).values[scored].double().mean())
+
+
+def accuracy_mass_over_hits_only(weights, expected):
+    scored = expected >= 0
+    index = expected.clamp(min=0)
+    hits = (weights.argmax(dim=-1) == index) & scored
+    return float(hits[scored].double().mean()), float(weights.gather(-1, index[..., None])[..., 0][hits].double().mean())
+
+
+def accuracy_returns_tensors(weights, expected):
+    scored = expected >= 0
+    index = expected.clamp(min=0)
+    return ((weights.argmax(dim=-1) == index)[scored].double().mean(),
+            weights.gather(-1, index[..., None])[..., 0][scored].double().mean())
+
+
+def accuracy_clamps_expected_in_place(weights, expected):
+    """Right values, but the caller's -1 become 0."""
+    scored = expected >= 0
+    expected.clamp_(min=0)
+    hits = weights.argmax(dim=-1) == expected
+    return float(hits[scored].double().mean()), float(weights.gather(-1, expected[..., None])[..., 0][scored].double().mean())
+
+
+def accuracy_nan_when_nothing_scored(weights, expected):
+    """No ValueError: a mean over no steps gives NaN."""
+    scored = expected >= 0
+    index = expected.clamp(min=0)
+    hits = weights.argmax(dim=-1) == index
+    return float(hits[scored].double().mean()), float(weights.gather(-1, index[..., None])[..., 0][scored].double().mean())
+
+
+def accuracy_tie_counts_as_hit(weights, expected):
+    """A hit when the expected weight equals the row's largest: a tie counts, whichever position comes first."""
+    scored = expected >= 0
+    if not scored.any():
+        raise ValueError("nothing scored")
+    index = expected.clamp(min=0)
+    on = weights.gather(-1, index[..., None])[..., 0]
+    hits = on == weights.max(-1).values
+    return float(hits[scored].double().mean()), float(on[scored].double().mean())
+
+
+def accuracy_view_flattens(weights, expected):
+    """Flattens with .view: fails on a non-contiguous tensor (weights transposed from (B, S, T))."""
+    B, T, S = weights.shape
+    flat, e = weights.view(B * T, S), expected.view(B * T)
+    keep = e >= 0
+    if not keep.any():
+        raise ValueError("nothing scored")
+    rows = flat[keep]
+    return float((rows.argmax(-1) == e[keep]).double().mean()), float(rows[torch.arange(len(rows)), e[keep]].double().mean())
+
+
+def accuracy_hardcoded(weights, expected):
+    return {(1, 4, 3): (2 / 3, 1.3 / 3), (2, 4, 3): (0.75, 0.575), (1, 3, 3): (1.0, 0.7)}.get(tuple(weights.shape), (0.0, 0.0))
+
+
+def positions_loop_other_correct(src_lengths, T):
+    rows = [[n - 1 - t if t < n else -1 for t in range(T)] for n in src_lengths.tolist()]
+    return torch.tensor(rows, dtype=torch.long).reshape(len(rows), T)
+
+
+def positions_masked_fill_other_correct(src_lengths, T):
+    t, n = torch.arange(T), src_lengths.to(torch.int64).unsqueeze(1)
+    return (n - 1 - t).masked_fill(t >= n, -1)
+
+
+def accuracy_loop_other_correct(weights, expected):
+    hits, mass, k = 0, 0.0, 0
+    for b in range(weights.shape[0]):
+        for t in range(weights.shape[1]):
+            p = int(expected[b, t])
+            if p >= 0:
+                row = weights[b, t].tolist()
+                hits += row.index(max(row)) == p
+                mass += row[p]
+                k += 1
+    if not k:
+        raise ValueError("no scored step")
+    return hits / k, mass / k
+
+
+def accuracy_one_hot_other_correct(weights, expected):
+    keep = expected >= 0
+    if int(keep.sum()) == 0:
+        raise ValueError("no scored step")
+    index = torch.where(keep, expected, torch.zeros_like(expected))
+    on = (weights * F.one_hot(index, weights.shape[-1])).sum(-1)
+    hits = weights.max(-1).indices == index
+    return (hits & keep).sum().item() / keep.sum().item(), (on * keep).sum().item() / keep.sum().item()
+
+
 # ---- answers hard-coded to the visible tests' inputs --------------------------------------------
 
 def _looks_up_visible_inputs(grade_id, name):
@@ -696,7 +893,8 @@ def _looks_up_visible_inputs(grade_id, name):
 LOOKUPS = [(grade_id, name, _looks_up_visible_inputs(grade_id, name)) for grade_id, name in [
     ("masked_softmax_tests", "masked_softmax"), ("additive_scores_tests", "additive_scores"),
     ("multiplicative_scores_tests", "dot_scores"), ("multiplicative_scores_tests", "general_scores"),
-    ("attention_context_tests", "attention_context"), ("qkv_attention_tests", "qkv_attention")]]
+    ("attention_context_tests", "attention_context"), ("qkv_attention_tests", "qkv_attention"),
+    ("alignment_accuracy_tests", "reversed_positions"), ("alignment_accuracy_tests", "alignment_accuracy")]]
 
 
 WRONG = [
@@ -782,6 +980,29 @@ WRONG = [
     ("qkv_attention_tests", "qkv_attention", qkv_values_detached),
     ("qkv_attention_tests", "qkv_attention", qkv_minus_inf_then_nan_to_num),
     ("qkv_attention_tests", "qkv_attention", qkv_log_normaliser_detached),
+    # the reversed-digits alignment: where each output step should look, and how much weight is there
+    ("alignment_accuracy_tests", "reversed_positions", positions_from_padded_length),
+    ("alignment_accuracy_tests", "reversed_positions", positions_off_by_one),
+    ("alignment_accuracy_tests", "reversed_positions", positions_diagonal),
+    ("alignment_accuracy_tests", "reversed_positions", positions_not_clipped),
+    ("alignment_accuracy_tests", "reversed_positions", positions_as_float),
+    ("alignment_accuracy_tests", "reversed_positions", positions_ignore_T),
+    ("alignment_accuracy_tests", "reversed_positions", positions_keep_lengths_dtype),
+    ("alignment_accuracy_tests", "reversed_positions", positions_lengths_in_place),
+    ("alignment_accuracy_tests", "reversed_positions", positions_loop_over_digits),
+    ("alignment_accuracy_tests", "reversed_positions", positions_hardcoded),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_argmax_over_steps),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_counts_unscored_as_misses),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_minus_one_indexes_last),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_mean_of_row_means),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_mass_is_max_weight),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_mass_over_hits_only),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_returns_tensors),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_clamps_expected_in_place),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_nan_when_nothing_scored),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_tie_counts_as_hit),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_view_flattens),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_hardcoded),
     *LOOKUPS,
 ]
 
@@ -801,6 +1022,9 @@ RIGHT = [
     ("AttentionDecoder_tests", {"AttentionDecoder": DecoderCleansPaddingOnACopy}),
     ("AttentionSeq2Seq_tests", {"AttentionSeq2Seq": ModelSortsTheBatch}),
     ("qkv_attention_tests", {"qkv_attention": qkv_log_mask_other_correct}),
+    ("alignment_accuracy_tests", {"reversed_positions": positions_loop_other_correct, "alignment_accuracy": accuracy_loop_other_correct}),
+    ("alignment_accuracy_tests", {"reversed_positions": positions_masked_fill_other_correct,
+                                  "alignment_accuracy": accuracy_one_hot_other_correct}),
 ]
 
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
@@ -848,6 +1072,13 @@ HIDDEN = [
     ("qkv_attention_tests", "qkv_attention", qkv_values_detached, "no .detach() on the values"),
     ("qkv_attention_tests", "qkv_attention", qkv_minus_inf_then_nan_to_num, "NaN in the gradient"),
     ("qkv_attention_tests", "qkv_attention", qkv_log_normaliser_detached, "with respect to the queries"),
+    ("alignment_accuracy_tests", "reversed_positions", positions_keep_lengths_dtype, "int32 lengths: the dtype"),
+    ("alignment_accuracy_tests", "reversed_positions", positions_lengths_in_place, "in place"),
+    ("alignment_accuracy_tests", "reversed_positions", positions_loop_over_digits, "shorter than the longest source"),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_argmax_over_steps, "over the LAST axis"),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_nan_when_nothing_scored, "no scored step"),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_tie_counts_as_hit, "FIRST largest"),
+    ("alignment_accuracy_tests", "alignment_accuracy", accuracy_view_flattens, "non-contiguous"),
 ]
 
 *_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
@@ -866,7 +1097,11 @@ def test_visible_checks_alone_catch_the_classic_mistakes():
                dot_scaled, general_transposed, context_from_scores, context_mask_ignored, context_mean_over_positions,
                DecoderQueryFromNewState, DecoderContextNotInOutput, DecoderMaskIgnored, ModelValuesAreEmbeddings,
                ModelReadsPadding, ModelMaskMissing, ModelFeedsOwnPredictions, qkv_no_scale, qkv_softmax_over_queries,
-               qkv_mask_ignored}
+               qkv_mask_ignored, positions_from_padded_length, positions_off_by_one, positions_diagonal,
+               positions_not_clipped, positions_as_float, positions_ignore_T, accuracy_argmax_over_steps,
+               accuracy_counts_unscored_as_misses, accuracy_minus_one_indexes_last, accuracy_mean_of_row_means,
+               accuracy_mass_is_max_weight, accuracy_mass_over_hits_only, accuracy_returns_tensors,
+               accuracy_clamps_expected_in_place}
     for grade_id, name, variant in WRONG:
         if variant not in classic:
             continue

@@ -40,7 +40,7 @@ from seqlab.seq2seq import (BOS, EOS, PAD, TASKS, ComparisonRow, Vocab, accuracy
                             decode, encode_pairs, exact_match, task_data, task_vocabs, train)
 
 __all__ = ["AttentionDecoder", "AttentionSeq2Seq", "masked_softmax", "load_checkpoint", "checkpoint_record",
-           "alignment", "plot_alignment", "attention_explorer", "comparison_rows", "time_epoch", "load_comparison", "COMPARISON"]
+           "alignment", "teacher_forced_weights", "plot_alignment", "attention_explorer", "comparison_rows", "time_epoch", "load_comparison", "COMPARISON"]
 
 CHECKPOINTS = Path(__file__).with_name("checkpoints")
 RESULTS = Path(__file__).with_name("results")
@@ -161,6 +161,25 @@ def alignment(model: nn.Module, source: str, src_vocab: Vocab, tgt_vocab: Vocab,
             if token == EOS:
                 break
     return tokens, out, np.stack(rows)
+
+
+def teacher_forced_weights(model: nn.Module, src: torch.Tensor, src_lengths: torch.Tensor,
+                           tgt_in: torch.Tensor) -> torch.Tensor:
+    """The attention weights of a batch under teacher forcing, through ``model.start``/``model.step``.
+
+    ``src`` (B, S), ``src_lengths`` (B,), ``tgt_in`` (B, T) (``<s>`` then the target, padded): returns (B, T, S),
+    row t the weights the decoder used to write output t when it had been fed the true outputs before it.
+    Rows of the target's padding are computed too (the caller decides which steps count).
+    """
+    where = next(model.parameters()).device
+    model.eval()
+    rows = []
+    with torch.no_grad():
+        state = model.start(src.to(where), src_lengths.to(where))
+        for t in range(tgt_in.shape[1]):
+            _, state = model.step(tgt_in[:, t].to(where), state)
+            rows.append(state["alpha"].float().cpu())
+    return torch.stack(rows, dim=1) if rows else torch.zeros(src.shape[0], 0, src.shape[1])
 
 
 def _shown(token: str) -> str:

@@ -15,6 +15,9 @@ date formats; see that script and ``LICENSE-dates.txt``). Two tasks:
 * **numbers**: digits to English words, 1 to 9 digits, ``"40512"`` -> ``"forty thousand five
   hundred twelve"``; splits ``train``, ``dev``, ``test``, about as many numbers of each length
   as there are (few of 1 or 2 digits).
+
+A third task is generated, not stored (chapter 7's non-monotone alignment): **reversed digits**,
+``reversed_digits(n, seed=...)``, ``"38271"`` -> ``"17283"``, lengths drawn uniformly.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import NamedTuple
 from seqlab.data import dataset_file
 
 __all__ = ["DATE_SPLITS", "NUMBER_SPLITS", "LOCALES", "Pair", "dates_path", "load_dates", "load_numbers",
-           "number_words", "locale_counts"]
+           "number_words", "locale_counts", "reversed_digits"]
 
 DATE_SPLITS = ("train", "dev", "test", "dev_ambiguous", "test_ambiguous")
 NUMBER_SPLITS = ("train", "dev", "test")
@@ -83,3 +86,19 @@ def number_words(n: int) -> str:
     from seqlab.datasets.build_dates import number_words as words
 
     return words(n)
+
+
+def reversed_digits(n: int, min_digits: int = 3, max_digits: int = 10, seed: int = 0) -> list[Pair]:
+    """``n`` random digit strings and the same digits backwards (``"38271"`` -> ``"17283"``): output t reads
+    source position ``len - 1 - t``. Lengths uniform in ``[min_digits, max_digits]``; the same seed, the same
+    pairs. ``locale`` is ``"-"``, ``pattern`` ``"reversed"``."""
+    if n < 0 or not 1 <= min_digits <= max_digits:
+        raise ValueError(f"need n >= 0 and 1 <= min_digits <= max_digits, got {n}, {min_digits}, {max_digits}")
+    import random
+
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(min_digits, max_digits)))
+        pairs.append(Pair(digits, digits[::-1], "-", "reversed"))
+    return pairs
