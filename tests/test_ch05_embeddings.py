@@ -17,7 +17,8 @@ import torch
 
 from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_text, reads_learner_run, record
 from seqlab.data import load_brown
-from seqlab.embeddings import (analogy_accuracy, load_analogies, load_glove, load_similarity, similarity_spearman)
+from seqlab.embeddings import (analogy_accuracy, huffman_tree, load_analogies, load_glove, load_similarity,
+                               similarity_spearman)
 
 CHAPTER = "05-word-embeddings"
 NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
@@ -132,6 +133,35 @@ def test_own_sgns_against_gensim_on_brown(ch):
     assert overlap > 0.5 * overlap_gensim_seeds
 
 
+def test_huffman_tree_is_a_prefix_code_of_least_weighted_depth():
+    """The paths of seqlab's Huffman tree: a complete prefix code (Kraft sum 1, no code a prefix of another), node
+    ids that agree with the codes, and the least count-weighted depth (the sum of all merges' counts)."""
+    import heapq
+
+    tree = huffman_tree([5, 1, 1, 2])
+    assert [c.tolist() for c in tree.codes] == [[1], [0, 1, 0], [0, 1, 1], [0, 0]] and tree.n_inner == 3
+    for seed in range(5):
+        counts = np.random.default_rng(seed).zipf(1.6, size=int(np.random.default_rng(seed).integers(2, 300)))
+        tree = huffman_tree(counts)
+        words = [tuple(c.tolist()) for c in tree.codes]
+        assert sum(2.0 ** -len(c) for c in words) == pytest.approx(1.0, abs=1e-12)
+        assert not any(a != b and b[:len(a)] == a for a in words for b in words)
+        child = {}
+        for n, c in zip(tree.nodes, tree.codes):
+            assert n[0] == tree.n_inner - 1 and len(n) == len(c)  # every path starts at the root
+            for j in range(1, len(n)):
+                assert child.setdefault((int(n[j - 1]), int(c[j - 1])), int(n[j])) == n[j]  # one child per branch
+        heap, merged = [int(c) for c in counts], 0
+        heapq.heapify(heap)
+        while len(heap) > 1:
+            pair = heapq.heappop(heap) + heapq.heappop(heap)
+            merged += pair
+            heapq.heappush(heap, pair)
+        assert sum(int(c) * len(w) for c, w in zip(counts, words)) == merged
+    with pytest.raises(ValueError):
+        huffman_tree([3])
+
+
 @reads_learner_run(CHAPTER)
 def test_notebook_results():
     nb, seconds = execute(NOTEBOOK, grading=False)
@@ -146,3 +176,9 @@ def test_notebook_results():
     assert results["genre_lstm_test"] > results["genre_majority"] + 0.1
     assert results["negation_probe_avg"] <= 0.5  # the same average for both sentences of a pair
     assert results["negation_probe_lstm"] >= 0.75
+    # hierarchical softmax: the V leaf probabilities sum to 1; per token the Huffman tree needs fewer decisions than a
+    # balanced tree; it is faster than the full softmax, by less in time than in dot products (the text's claims)
+    assert all(abs(s - 1) < 1e-9 for s in results["hs_sums"]), results["hs_sums"]
+    assert results["hs_depth_per_token"] < np.log2(results["hs_vocab"]) < results["hs_depth_mean"] + 1
+    timing = results["hs_timing"]
+    assert 3 < timing["speedup_low"] <= timing["speedup_high"] < results["hs_dot_ratio"], (timing, results["hs_dot_ratio"])

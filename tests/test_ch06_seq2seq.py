@@ -130,3 +130,15 @@ def test_learner_mode_reaches_the_targets():
     assert np.mean([by_digits[d][1] for d in (3, 4)]) > np.mean([by_digits[d][1] for d in (8, 9)]) + 5, by_digits
     # Our BLEU is sacrebleu's.
     assert results["bleu_vs_sacrebleu"] is not None and results["bleu_vs_sacrebleu"] < 1e-6
+    # The beam-width sweep (the text's claims): width 2 beats width 1, then exact match stays flat up to 12 (no drop),
+    # alpha = 1 picks the same outputs' accuracy, the model score of the output does not fall, and time grows far
+    # less than k-fold (medians per date, all widths run back to back on each date).
+    sweep = {int(k): row for k, row in results["width_sweep"].items()}
+    record("ch06_beam_width", dates=results["width_sweep_dates"], **{f"k{k}": row for k, row in sweep.items()})
+    one_date = 1 / results["width_sweep_dates"]
+    assert sweep[2]["exact"] >= sweep[1]["exact"] + one_date, sweep
+    flat = [sweep[k]["exact"] for k in sweep if k >= 2]
+    assert max(flat) - min(flat) < one_date / 2 and sweep[12]["exact"] >= sweep[2]["exact"], sweep
+    assert all(abs(row["exact_alpha1"] - row["exact"]) < one_date / 2 for row in sweep.values()), sweep
+    assert sweep[12]["log_p"] >= sweep[1]["log_p"] - 1e-9, sweep
+    assert sweep[1]["ms"] < sweep[12]["ms"] < 6 * sweep[1]["ms"], sweep

