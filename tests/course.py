@@ -52,16 +52,17 @@ def is_graded_test(cell: Any) -> bool:
 
 def hidden_test_lines(chapter: str) -> list[str]:
     """What a leak check looks for in feedback: each line (over 25 characters) of the chapter's hidden tests that
-    the released notebook does not show anyway (a signature or an import the visible part has too is no secret)."""
-    hidden, given = [], set()
+    the released notebook does not show anyway (a signature or an import the visible part has too, or a line that
+    is part of a visible one, is no secret)."""
+    hidden, given = [], []
     for path in sorted((SOLUTIONS / chapter).glob("*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
             if is_graded_test(cell) and "### BEGIN HIDDEN TESTS" in cell.source:
                 block = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
                 hidden += [line.strip() for line in block.splitlines() if len(line.strip()) > 25]
-        given |= {line.strip() for cell in nbformat.read(student_notebook(path), as_version=4).cells
-                  for line in cell.source.splitlines()}
-    return [line for line in hidden if line not in given]
+        given += [cell.source for cell in nbformat.read(student_notebook(path), as_version=4).cells]
+    shown = "\n".join(given)
+    return [line for line in hidden if line not in shown]
 
 
 @contextlib.contextmanager
