@@ -688,24 +688,29 @@ def tune_hardcoded(component_probs, grid):
     return (0.5, 0.5), 0.03 ** (-1 / 3)
 
 
-def tune_math_log_of_zero(component_probs, grid):
-    best, best_ppl = grid[0], math.inf
+def _grid_search(component_probs, grid, perplexity, *, keep_ties_last=False, start_from_none=False):
+    """The solution's loop over the grid with one thing changed: how a candidate's perplexity is computed, whether
+    a tie replaces the best so far, or what the search starts from."""
+    best, best_ppl = (None if start_from_none else grid[0]), math.inf
     for lam in grid:
-        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
-        ppl = 2.0 ** -(sum(math.log2(x) for x in p) / len(p))
-        if ppl < best_ppl:
+        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)  # (N,)
+        ppl = perplexity(p)
+        if ppl < best_ppl or (keep_ties_last and ppl == best_ppl):
             best, best_ppl = lam, ppl
     return best, float(best_ppl)
+
+
+def _guarded(ppl_of_positive):
+    return lambda p: math.inf if (p <= 0).any() else ppl_of_positive(p)
+
+
+def tune_math_log_of_zero(component_probs, grid):
+    return _grid_search(component_probs, grid, lambda p: 2.0 ** -(sum(math.log2(x) for x in p) / len(p)))
 
 
 def tune_numpy_log_of_zero(component_probs, grid):
-    best, best_ppl = grid[0], math.inf
-    for lam in grid:
-        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
-        ppl = 2.0 ** -float(np.mean(np.log2(p)))  # log2(0) = -inf with a RuntimeWarning on stderr
-        if ppl < best_ppl:
-            best, best_ppl = lam, ppl
-    return best, float(best_ppl)
+    # log2(0) = -inf with a RuntimeWarning on stderr
+    return _grid_search(component_probs, grid, lambda p: 2.0 ** -float(np.mean(np.log2(p))))
 
 
 def tune_mean_probability(component_probs, grid):
@@ -721,44 +726,21 @@ def tune_highest_perplexity(component_probs, grid):
 
 
 def tune_mixed_bases(component_probs, grid):
-    best, best_ppl = grid[0], math.inf
-    for lam in grid:
-        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
-        ppl = math.inf if (p <= 0).any() else 2.0 ** -float(np.mean(np.log(p)))
-        if ppl < best_ppl:
-            best, best_ppl = lam, ppl
-    return best, float(best_ppl)
+    return _grid_search(component_probs, grid, _guarded(lambda p: 2.0 ** -float(np.mean(np.log(p)))))
 
 
 def tune_sum_not_mean(component_probs, grid):
-    best, best_ppl = grid[0], math.inf
-    for lam in grid:
-        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
-        ppl = math.inf if (p <= 0).any() else 2.0 ** -float(np.sum(np.log2(p)))
-        if ppl < best_ppl:
-            best, best_ppl = lam, ppl
-    return best, float(best_ppl)
+    return _grid_search(component_probs, grid, _guarded(lambda p: 2.0 ** -float(np.sum(np.log2(p)))))
 
 
 def tune_last_of_ties(component_probs, grid):
-    best, best_ppl = grid[0], math.inf
-    for lam in grid:
-        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
-        ppl = math.inf if (p <= 0).any() else 2.0 ** -float(np.mean(np.log2(p)))
-        if ppl <= best_ppl:
-            best, best_ppl = lam, ppl
-    return best, float(best_ppl)
+    return _grid_search(component_probs, grid, _guarded(lambda p: 2.0 ** -float(np.mean(np.log2(p)))),
+                        keep_ties_last=True)
 
 
 def tune_skips_infinite_start(component_probs, grid):
     """Starts from None and returns it when every candidate has perplexity inf."""
-    best, best_ppl = None, math.inf
-    for lam in grid:
-        p = np.asarray(component_probs) @ np.asarray(lam, dtype=float)
-        ppl = math.inf if (p <= 0).any() else 2.0 ** -float(np.mean(np.log2(p)))
-        if ppl < best_ppl:
-            best, best_ppl = lam, ppl
-    return best, float(best_ppl)
+    return _grid_search(component_probs, grid, _guarded(lambda p: 2.0 ** -float(np.mean(np.log2(p)))), start_from_none=True)
 
 
 def tune_vectorised_correct(component_probs, grid):
