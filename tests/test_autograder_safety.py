@@ -98,7 +98,8 @@ def test_every_submission_is_graded_and_lands_in_the_gradebook(batch):
 
     assert set(batch["rows"]) == set(batch["expected"])
     with Gradebook(f"sqlite:///{batch['workspace'] / 'gradebook.db'}") as gb:
-        assert gb.find_submission(BATCH, "honest_solution").score == 17  # every point of chapter 7
+        honest = gb.find_submission(BATCH, "honest_solution")
+        assert honest.score == honest.max_score > 0  # every point of chapter 7
         assert {s.student.id for s in gb.assignment_submissions(BATCH)} == set(batch["expected"])
     for student in batch["expected"]:
         assert (batch["workspace"] / "feedback" / student / BATCH).exists() or "missing" in problems(batch, student) \
