@@ -2,8 +2,8 @@
 student's code objects of their own (chapters 1, 3 and 6: reference functions, toy models, decoders' steps).
 
 For each chapter an LMS export holds one submission per variant (tests/adversarial/generate.py, ``attacks``),
-built on the release with answers that do nothing useful (the lending attacks: on the solution, which deserves
-every point and gets no more), and an honest solution graded after them on the same worker. The instructors' command grades it (autograder/grade.py, one job at a time); each test reads one
+built on the release with answers that do nothing useful (chapter 3's lending attacks: on the solution, which
+deserves every point and gets no more), and an honest solution graded after them on the same worker. The instructors' command grades it (autograder/grade.py, one job at a time); each test reads one
 promise off the results:
 
 - names: a student's answer to the test kernel's request binds no name it was not asked for, and never names
@@ -17,7 +17,7 @@ promise off the results:
 - write_back: an argument changed in place comes back only as data: the student's function or object put into a
   test's list, dict or course object fails that test with the reason;
 - limits: the submission's processes share one memory limit and one process limit, whatever they fork;
-- and every submission is graded, gets 0 (the lending ones exactly full marks), and the honest student after them
+- and every submission is graded, gets 0 (chapter 3's lending ones exactly full marks), and the honest student after them
   full marks; nothing outside the workspace changes.
 """
 
@@ -38,12 +38,12 @@ from test_autograder_feedback import Active
 from test_autograder_safety import grade, graders_own_peak, tree_hash
 
 sys.path.insert(0, str(REPO / "autograder"))
-from adversarial.generate import ACTIVE_MARK, _zip, attacks, load  # noqa: E402
+from adversarial.generate import ACTIVE_MARK, LENDS_IN_VISIBLE_TESTS, _zip, attacks, load  # noqa: E402
 from sandbox import bubblewrap  # noqa: E402
 
 CHAPTERS = ["01-ngram-language-models", "03-recurrent-neural-networks", "06-seq2seq-beam-search-bleu"]
 LIMIT = 8  # seconds of its own time per cell (the honest solutions here take 7-18 s for all their cells in grading mode)
-FULL_MARKS = {"lent"}  # the kinds of attack built on the solution: they deserve every point, and get no more
+FULL_MARKS = {"lent"}  # kinds of attack built on the solution where a stub cannot reach what they try (LENDS_IN_...)
 HONEST = "zz_honest_after"  # graded last (students are graded in name order), on the one worker the attacks used
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap is not installed")]
@@ -101,7 +101,9 @@ def test_every_attack_is_graded_with_zero_and_the_honest_student_after_them_keep
     scores = {s: float(r["score"]) for s, r in graded["rows"].items()}
     honest = graded["rows"][HONEST]
     assert float(honest["score"]) == float(honest["max_score"]) > 0 and not honest["problems"], honest
-    deserved = {s: float(honest["max_score"]) if k in FULL_MARKS else 0.0 for s, k in graded["kinds"].items()}
+    on_solution = graded["chapter"] not in LENDS_IN_VISIBLE_TESTS
+    deserved = {s: float(honest["max_score"]) if k in FULL_MARKS and on_solution else 0.0
+                for s, k in graded["kinds"].items()}
     assert all(scores[s] == deserved[s] for s in deserved), {s: (scores[s], deserved[s]) for s in deserved
                                                               if scores[s] != deserved[s]}
     check_grader_timings([entry.get("timings", {}) for entry in graded["results"][HONEST]["notebooks"].values()])

@@ -663,9 +663,16 @@ def _use_lent(*args, **kwargs):
 PRINT_LENT_LOG = "print('LENT-LOG', len(_lent_log), sorted(set(l for l in _lent_log if 'DONE' in l)))"
 
 
+# Chapters whose visible tests already hand the student's code objects of their own: there the lending attacks are
+# built on the release (a stub's answers reach those tests, and deserve 0); elsewhere (chapter 3 lends its toy models
+# in hidden tests only) on the solution, which deserves every point and gets no more. A solution costs its chapter's
+# whole grading, a stub only its given cells.
+LENDS_IN_VISIBLE_TESTS = ("01-ngram-language-models", "06-seq2seq-beam-search-bleu")
+
+
 def lending(nb, setup: str):
-    """The solution, each answer function first trying ``setup``'s ``_use_lent`` on what the test handed it; the log
-    printed in a cell of the student's own at the end. It deserves every point and gets no more."""
+    """``nb`` with each answer function first trying ``setup``'s ``_use_lent`` on what the test handed it; the log
+    printed in a cell of the student's own at the end."""
     nb = insert_before_first_answer(nb, setup)
     for cell in nb.cells:
         if meta(cell).get("solution"):
@@ -728,10 +735,14 @@ def active_markdown(nb):
 
 
 def attacks(chapter: str) -> dict[str, tuple[str, object]]:
-    """student -> (the class of attack of issue 23 it belongs to, notebook). Every one is built on the release
-    with answers that do nothing useful, so every one deserves 0 points; each class has two variants."""
+    """student -> (the class of attack of issue 23 it belongs to, notebook). Every one but the lending attacks outside
+    LENDS_IN_VISIBLE_TESTS is built on the release with answers that do nothing useful, so deserves 0 points; each
+    class has two variants."""
     def stub():
         return insert_before_first_answer(load("release", chapter)[0], "")
+
+    def lending_base():
+        return stub() if chapter in LENDS_IN_VISIBLE_TESTS else load("solution", chapter)[0]
 
     def first_spins(nb, setup: str):
         """The first answer spins forever (so only its tests meet the limit); the setup claims a wait."""
@@ -756,8 +767,8 @@ def attacks(chapter: str) -> dict[str, tuple[str, object]]:
         "active_outputs": ("html", after_first_answer(forge_answers(insert_before_first_answer(stub(), ACTIVE_OUTPUTS),
                                                                     "_active(*args, **kwargs)"), "_active()")),
         "active_markdown": ("html", active_markdown(stub())),
-        "lent_library_methods": ("lent", lending(load("solution", chapter)[0], LENT_LIBRARY_METHODS)),
-        "lent_reach_and_set": ("lent", lending(load("solution", chapter)[0], LENT_REACH_AND_SET)),
+        "lent_library_methods": ("lent", lending(lending_base(), LENT_LIBRARY_METHODS)),
+        "lent_reach_and_set": ("lent", lending(lending_base(), LENT_REACH_AND_SET)),
         "write_back_handles": ("write_back", forge_answers(insert_before_first_answer(stub(), WRITE_BACK_HANDLES),
                                                           "_write_back(*args, **kwargs)")),
         "write_back_fields": ("write_back", forge_answers(insert_before_first_answer(stub(), WRITE_BACK_FIELDS),
