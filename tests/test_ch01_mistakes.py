@@ -589,17 +589,23 @@ def jm_hardcoded(word, context, tables, lambdas):
     return tables[0].count((), word) / tables[0].total[()]
 
 
-def jm_no_weight_check(word, context, tables, lambdas):
+def _jm_mix(word, context, tables, weights, *, oldest=False):
+    """The solution's mix, longest context first, an unseen context's weight carried to the next shorter one; with
+    ``oldest`` the order-j context is the first j tokens (a mistake) instead of the last j."""
     prob, carried = 0.0, 0.0
     for j in range(len(tables) - 1, -1, -1):
-        h = tuple(context[len(context) - j:])
+        h = tuple(context[:j]) if oldest else tuple(context[len(context) - j:])
         total = tables[j].total.get(h, 0)
         if total == 0:
-            carried += lambdas[j]
+            carried += weights[j]
             continue
-        prob += (lambdas[j] + carried) * tables[j].count(h, word) / total
+        prob += (weights[j] + carried) * tables[j].count(h, word) / total
         carried = 0.0
     return prob
+
+
+def jm_no_weight_check(word, context, tables, lambdas):
+    return _jm_mix(word, context, tables, lambdas)
 
 
 def jm_exact_sum_check(word, context, tables, lambdas):
@@ -638,17 +644,7 @@ def jm_unseen_to_unigram(word, context, tables, lambdas):
 
 
 def jm_oldest_tokens(word, context, tables, lambdas):
-    weights = _jm_weights_ok(lambdas, tables)
-    prob, carried = 0.0, 0.0
-    for j in range(len(tables) - 1, -1, -1):
-        h = tuple(context[:j])  # the FIRST j tokens: the oldest, not the most recent
-        total = tables[j].total.get(h, 0)
-        if total == 0:
-            carried += weights[j]
-            continue
-        prob += (weights[j] + carried) * tables[j].count(h, word) / total
-        carried = 0.0
-    return prob
+    return _jm_mix(word, context, tables, _jm_weights_ok(lambdas, tables), oldest=True)
 
 
 def jm_normalises_in_place(word, context, tables, lambdas):
