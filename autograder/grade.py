@@ -1,6 +1,7 @@
 """Grade a batch of submissions, one chapter or all, in parallel sandboxes; grades land in nbgrader's gradebook.
 
     python autograder/grade.py WORKSPACE [--submissions DIR] [--chapter CH ...] [--jobs N]
+                               [--scheduler tcp://host:8786 | --cluster local:N]
 
 WORKSPACE is a grading workspace (autograder/workspace.py; created if missing). Submissions
 come from WORKSPACE/submitted/<student>/<chapter>/ (nbgrader's layout, e.g. after
@@ -15,6 +16,11 @@ WORKSPACE/grades.csv and WORKSPACE/grading-report.md (every submission that lost
 a reason other than a failed test, and why). Results of each job are kept in
 WORKSPACE/autograder-results/; running again (after Ctrl-C, a crash, new submissions) grades
 only what is missing or changed.
+
+The jobs run in a process pool of --jobs sandboxes on this machine, or on a Dask distributed cluster
+(--scheduler ADDRESS, or --cluster local:N for N local worker processes; --jobs is then the job slots of
+each worker): the same job (job.py), the same results; merging into the gradebook stays here
+(autograder/dask_grading.py).
 """
 
 from __future__ import annotations
@@ -306,11 +312,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-unsandboxed", action="store_true",
                         help="grade even without bubblewrap: submitted code then runs with YOUR permissions")
     parser.add_argument("--no-progress", action="store_true")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on the Dask cluster of this scheduler (tcp://host:8786); its workers run the course "
+                            "at this version (autograder/README.md, Beyond one machine)")
+    where.add_argument("--cluster", metavar="local:N", help="grade on a local Dask cluster of N worker processes")
     args = parser.parse_args(argv)
+    on_dask = bool(args.scheduler or args.cluster)
+    if args.cluster:
+        from dask_grading import parse_cluster
+
+        try:
+            local_workers = parse_cluster(args.cluster)
+        except ValueError as error:
+            parser.error(str(error))
+    if on_dask:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            print("grade: --scheduler and --cluster need Dask's `distributed` (pip install -e '.[cluster]')",
+                  file=sys.stderr)
+            return 2
     # nbgrader's gradebook runs `alembic` from this Python's scripts folder
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
     sandboxed = bubblewrap() is not None
+    if args.scheduler:  # the workers run the submissions; each checks its own sandbox (dask_grading.check_worker)
+        sandboxed = True
     if not sandboxed:
         if not args.allow_unsandboxed:
             print("grade: bubblewrap (bwrap) is missing or cannot create namespaces here, so submitted code cannot be "
@@ -353,10 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     from merge import merge_result, register_chapter, write_reports
 
     results_root = workspace / "autograder-results"
-    jobs, results_dirs = [], []
+    jobs, results_dirs, versions = [], [], {}
     for chapter in wanted:
         register_chapter(db_url, SOLUTIONS / chapter)
-        version = course_version(SOLUTIONS / chapter)
+        version = versions[chapter] = course_version(SOLUTIONS / chapter)
         for student_dir in sorted(d for d in submitted.iterdir() if d.is_dir()):
             submission = student_dir / chapter
             if not submission.is_dir():
@@ -367,20 +395,41 @@ def main(argv: list[str] | None = None) -> int:
                 jobs.append((str(submission), chapter, student_dir.name, str(out)))
     limits = Limits(cell_timeout=args.cell_timeout, backstop=max(1.0, args.backstop), notebook_timeout=args.notebook_timeout,
                     memory_bytes=int(args.memory_gb * 2**30))
-    print(f"grade: {len(results_dirs)} submissions, {len(jobs)} to grade, {args.jobs} parallel sandbox(es)"
-          f"{'' if sandboxed else ' (UNSANDBOXED)'}", file=sys.stderr)
+    if not on_dask:
+        print(f"grade: {len(results_dirs)} submissions, {len(jobs)} to grade, {args.jobs} parallel sandbox(es)"
+              f"{'' if sandboxed else ' (UNSANDBOXED)'}", file=sys.stderr)
 
     from tqdm import tqdm
 
     started = time.perf_counter()
     work_root = tempfile.mkdtemp(prefix="seqlab-grading-")
-    interrupted = False
+    interrupted = stopped = False
     merged: set[str] = set()
     worker_peak = 0.0  # MiB: the grader's own processes hold decoded frames and notebooks (issue 23: bounded)
     try:
+        if on_dask and not jobs:
+            print(f"grade: {len(results_dirs)} submissions, 0 to grade", file=sys.stderr)
         if jobs:
-            with futures.ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(jobs))), initializer=_worker_start,
-                                             initargs=(work_root, limits, sandboxed)) as pool:
+            if on_dask:
+                from dask_grading import DaskPool, JobLost, NoWorker, SchedulerGone
+
+                no_retry: tuple = (JobLost,)
+                stops: tuple = (SchedulerGone, NoWorker)
+                try:
+                    pool = DaskPool(scheduler=args.scheduler, local_workers=local_workers if args.cluster else None,
+                                    jobs=max(1, args.jobs), limits=limits, allow_unsandboxed=args.allow_unsandboxed,
+                                    versions=versions, log=lambda line: print(line, file=sys.stderr))
+                except (NoWorker, OSError, TimeoutError) as error:
+                    print(f"grade: cannot grade on {args.scheduler or args.cluster}: {type(error).__name__}: {error}",
+                          file=sys.stderr)
+                    return 1
+                print(f"grade: {len(results_dirs)} submissions, {len(jobs)} to grade, on {pool.describe()}",
+                      file=sys.stderr)
+            else:
+                no_retry, stops = (), ()
+                pool = futures.ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(jobs))), initializer=_worker_start,
+                                                   initargs=(work_root, limits, sandboxed))
+            with pool:
                 pending = {pool.submit(_worker_job, *job): job for job in jobs}
                 failures: dict[tuple, list[str]] = {}
                 bar = tqdm(total=len(jobs), unit="submission", disable=args.no_progress, file=sys.stderr)
@@ -393,10 +442,12 @@ def main(argv: list[str] | None = None) -> int:
                             done = future.result()
                             worker_peak = max(worker_peak, done.get("peak_mib") or 0.0)
                             bar.set_postfix_str(f"{student}/{chapter[:2]} {done['score']:g}/{done['max_score']:g}")
+                        except stops:  # the Dask scheduler is gone, or no worker may grade: stop here
+                            raise
                         except Exception as error:  # noqa: BLE001 - one broken job never stops the others
                             reason = f"{type(error).__name__}: {str(error)[:300]}"
                             failures.setdefault(job, []).append(reason)
-                            if len(failures[job]) < 2:
+                            if len(failures[job]) < 2 and not isinstance(error, no_retry):
                                 print(f"grade: {student}/{chapter}: the job failed ({reason}); trying once more",
                                       file=sys.stderr)
                                 try:
@@ -415,14 +466,24 @@ def main(argv: list[str] | None = None) -> int:
                     interrupted = True
                     for future in pending:
                         future.cancel()
-                    for process in list(getattr(pool, "_processes", {}).values()):
+                    for process in list((getattr(pool, "_processes", None) or {}).values()):
                         process.terminate()
+                    if hasattr(pool, "stop_workers"):
+                        pool.stop_workers()
                     raise
                 finally:
                     bar.close()
     except KeyboardInterrupt:
         print("\ngrade: interrupted; finished results are in the gradebook. Run the same command again to "
               "grade the rest.", file=sys.stderr)
+    except Exception as error:
+        if not on_dask or type(error).__name__ not in ("SchedulerGone", "NoWorker"):
+            raise
+        stopped = True
+        print(f"grade: the Dask cluster stopped grading ({type(error).__name__}: {str(error)[:500]}); finished "
+              "results are in the "
+              "gradebook. Run the same command again (on a working cluster, or without --scheduler) to grade the rest.",
+              file=sys.stderr)
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
 
@@ -442,6 +503,8 @@ def main(argv: list[str] | None = None) -> int:
               "in a grading worker (the kernels have limits of their own)", file=sys.stderr)
     if interrupted:
         return 130
+    if stopped:
+        return 1
     ungraded = [out.name for out in results_dirs if not (out / "result.json").exists()]
     failed = [r["student"] for r in results if r.get("failed")]
     if ungraded or failed:
