@@ -134,6 +134,7 @@ class Zygote:
         self.process: subprocess.Popen | None = None
         self.control: socket.socket | None = None
         self.preload_seconds: dict[str, float] = {}
+        self.threads: int | None = None
         self.start_seconds = 0.0
         self.bwrap = bubblewrap() if sandboxed else None
         if sandboxed and not self.bwrap:
@@ -213,6 +214,7 @@ class Zygote:
             self.close()
             raise RuntimeError(f"the grading sandbox did not start: {error.decode(errors='replace')}")
         self.preload_seconds = event.get("preload_seconds", {})
+        self.threads = event.get("threads")  # 1: nothing but the fork server's own thread is alive at fork()
         self.start_seconds = time.perf_counter() - start
 
     def receive(self, timeout: float) -> dict | None:

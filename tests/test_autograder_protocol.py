@@ -786,3 +786,56 @@ def test_a_collision_is_reported_in_the_csv_and_the_report(tmp_path, monkeypatch
     report = (workspace / "grading-report.md").read_text()
     assert "## name /" in report and "'name_.zip'" in report and "'name.zip'" in report, report
 
+
+
+# -- the fork servers' warm-up --------------------------------------------------------------------------------
+
+STATE_PROBE = """
+import hashlib, random, numpy as np, torch
+def _digest(value):
+    return hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+print("torch", _digest(torch.get_rng_state().tolist()), torch.initial_seed())
+print("numpy", _digest(np.random.get_state()[1].tolist()), np.random.get_state()[2:])
+print("random", _digest(random.getstate()))
+print("grad", torch.is_grad_enabled(), "threads", torch.get_num_threads())
+"""
+
+
+def test_warming_torch_leaves_the_random_states_grad_mode_and_threads_as_they_were():
+    # in a process set up as the sandbox sets up its fork servers (one thread for OpenMP and MKL)
+    script = (f"import sys\nsys.path.insert(0, {str(REPO / 'autograder' / 'inkernel')!r})\nimport zygote\n"
+              f"{STATE_PROBE}\nprint('threads before', zygote.threads())\nprint('warmed', zygote.warm_torch())\n"
+              f"{STATE_PROBE}\nprint('threads after', zygote.threads())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[5] == "warmed True", lines
+    assert lines[:4] == lines[6:10], "the warm-up changed what a runner would start with"
+    assert lines[4].replace("before", "after") == lines[10], "the warm-up left a thread alive"
+    import zygote
+    import torch  # and with a pool of threads it does nothing (a thread alive at fork() is missing in the runner)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert zygote.warm_torch() is False
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.slow
+def test_every_runner_starts_from_the_same_state_though_its_fork_server_warmed_torch(sandbox):
+    # The fork servers train a tiny model once (zygote.warm_torch), so that no runner pays torch's one-time set-up.
+    # A thread left alive by it would be missing in every forked runner (a lock it held, never released):
+    assert sandbox.student.threads == 1 and sandbox.trusted.threads == 1, (sandbox.student.threads,
+                                                                            sandbox.trusted.threads)
+    assert "warm_torch" in sandbox.student.preload_seconds, sandbox.student.preload_seconds
+    # Every student's runner starts with the same global random states of torch and NumPy, grad mode on and one
+    # thread (`random` is reseeded in every forked child by Python itself: tests seed what they draw).
+    first, nb_first = execute(sandbox, [STATE_PROBE, STATE_PROBE], tests={1})
+    second, nb_second = execute(sandbox, [STATE_PROBE], tests=())
+    assert first.replies == {0: "ok", 1: "ok"} and second.replies == {0: "ok"}, (texts(nb_first, 0), texts(nb_first, 1))
+    seeded = [[line for line in texts(nb, 0).splitlines() if not line.startswith("random")] for nb in (nb_first, nb_second)]
+    assert seeded[0] == seeded[1], seeded
+    assert "grad True threads 1" in texts(nb_first, 0) and "grad True threads 1" in texts(nb_first, 1)
