@@ -28,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures as futures
 import io
 import os
+import pickle
 import queue
 import re
 import sys
@@ -161,10 +162,10 @@ def pack_result(out: Path) -> bytes:
     return buffer.getvalue()
 
 
-def place_result(data: bytes, out: Path, submission_hash: str) -> None:
+def place_result(data: bytes, out: Path, submission_hash: str, worker: str | None = None) -> None:
     """The worker's result folder, unpacked beside ``out`` and moved into place; result.json last (grade.py takes a
     result folder with a result.json as complete). Its submission hash is the one of the instructor's folder (what
-    job.py hashes there may differ from what travelled: a link travels as its reason)."""
+    job.py hashes there may differ from what travelled: a link travels as its reason). ``graded_by`` names the worker."""
     import json
     import shutil
 
@@ -176,6 +177,7 @@ def place_result(data: bytes, out: Path, submission_hash: str) -> None:
         unpack(data, staging, RESULT_NAME)
         result = json.loads((staging / "result.json").read_text())
         result["submission_hash"] = submission_hash
+        result["graded_by"] = worker
         (staging / "result.json").unlink()
         out.mkdir(exist_ok=True)
         (out / "result.json").unlink(missing_ok=True)
@@ -332,6 +334,17 @@ def dask_teardown(worker) -> None:
 
 # -- on the instructor's machine ------------------------------------------------------------------------
 
+class _Call:
+    """Unpickled on a worker, a call of grade_job. The task the scheduler sees is pickle.loads of bytes: recent
+    schedulers unpickle the tasks they are sent, and the scheduler need not hold the course (only the workers do)."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
 def parse_cluster(spec: str) -> int:
     """``local:N`` -> N worker processes."""
     match = re.fullmatch(r"local:(\d+)", spec.strip())
@@ -374,7 +387,7 @@ class DaskPool:
         workers = self.client.scheduler_info().get("workers", {})
         threads = sum(w.get("nthreads", 0) for w in workers.values())
         where = "a local Dask cluster" if self.cluster is not None else f"the Dask scheduler at {self.address}"
-        return f"{where}: {len(workers)} worker(s), {threads} thread(s), at most {self.jobs} job(s) each"
+        return f"{where}: {len(workers)} worker(s), {threads} thread(s) in all, at most {self.jobs} job(s) at once on each"
 
     def check_workers(self) -> None:
         """Every worker checks the course version and its sandbox once; the refusals are printed, and jobs go to the
@@ -419,9 +432,10 @@ class DaskPool:
         if restricted and not workers:
             outer.set_exception(NoWorker("; ".join(f"{a}: {w}" for a, w in sorted(self.refused.items()))))
             return
+        task = pickle.dumps(_Call(grade_job, data, chapter, student, self.versions[chapter], self.limits,
+                                  self.allow_unsandboxed, self.jobs))
         try:
-            inner = self.client.submit(grade_job, data, chapter, student, self.versions[chapter], self.limits,
-                                       self.allow_unsandboxed, self.jobs, key=f"grade-{chapter}-{student}-{time.time_ns()}",
+            inner = self.client.submit(pickle.loads, task, key=f"grade-{chapter}-{student}-{time.time_ns()}",
                                        pure=False, workers=workers, allow_other_workers=False)
         except Exception as error:  # noqa: BLE001 - a closed client: the scheduler is gone
             outer.set_exception(SchedulerGone(f"{type(error).__name__}: {error}"))
@@ -434,7 +448,7 @@ class DaskPool:
                 status = inner.status
                 if status == "finished":
                     answer = inner.result()
-                    place_result(answer.pop("result"), Path(out), local_hash)
+                    place_result(answer.pop("result"), Path(out), local_hash, answer.get("worker"))
                     outer.set_result(answer)
                     return
                 if status == "cancelled" or self.client.status not in ("running", "connecting", "newly-created"):
