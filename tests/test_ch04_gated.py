@@ -12,12 +12,13 @@ from torch import nn
 matplotlib.use("Agg")
 
 from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, reads_learner_run, record
-from seqlab import adding, wordlm
+from seqlab import adding, tagger, wordlm
 from seqlab.gradflow import NO_FORGET, cell_comparison, cell_comparison_widget, draw_cell_comparison
 
 CHAPTER = "04-vanishing-gradients-gru-lstm"
 NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
 KN_TRIGRAM_TEST_PERPLEXITY = 239.9  # chapter 1's result (tests/test_ch01_ngram.py, README)
+HMM_ACCURACY, HMM_UNKNOWN = 0.9615, 0.815  # chapter 2's bigram HMM on the same test split (README)
 
 
 @pytest.fixture(scope="module")
@@ -235,6 +236,58 @@ def test_a_wrong_cell_is_refused_clearly():
         wordlm.checkpoint_record("transformer")
 
 
+# ---- the taggers of section 10 (issue 26) -----------------------------------------------------------
+
+@pytest.mark.parametrize("direction", tagger.DIRECTIONS)
+def test_committed_tagger_is_small_and_recorded(direction):
+    rec, path = tagger.checkpoint_record(direction), tagger.CHECKPOINTS[direction]
+    assert path.stat().st_size < 4_000_000 and rec["bytes"] == path.stat().st_size
+    assert rec["command"].startswith(f"python -m seqlab.tagger --direction {direction}") and rec["seconds"] > 0
+    assert rec["config"]["direction"] == direction and not rec["stopped_by_time_limit"] and len(rec["history"]) == rec["epochs_run"]
+    # chapter 2's test split: every token, and its unknown words (lower-cased, never in training)
+    assert rec["test_tokens"] == 118_420 and rec["test_unknown_tokens"] == 4_716
+
+
+def test_the_tagger_data_is_chapter_two_s():
+    splits = tagger.tagging_splits(50)
+    from seqlab.data import load_brown
+    from seqlab.tagsets import UNIVERSAL_TAGS, universal_tags
+
+    first = load_brown("test")[0]
+    assert splits["test"][0] == (first.words, universal_tags(first.tags))
+    assert tagger.TAGS == tuple(UNIVERSAL_TAGS)
+    vocab = tagger.Vocabulary([["The", "cat", "the", "cats"], ["Cat", "dog"]])
+    assert vocab.words == ["<unk>", "cat", "the"] and vocab.suffixes == ["<unk>", "cat", "the"]
+    assert vocab.encode(["THE", "Cats", "1960", "well-known"]).tolist() == [[2, 0, 0, 0], [2, 0, 0, 0], [2, 1, 3, 4]]
+    assert vocab.unknown(["Dog", "bird"]).tolist() == [False, True]
+
+
+def test_the_tagger_wrapper_equals_the_packed_lstm(ch):
+    """tag_sentences with a chapter's own bidirectional_lstm gives the scores of the model's nn.LSTM."""
+    torch.manual_seed(0)
+    vocab = tagger.Vocabulary([["a", "b", "a", "b", "c"]], min_count=1)
+    model = tagger.Tagger(len(vocab.words), len(vocab.suffixes), bidirectional=True, hidden=5).eval()
+    encoded = [vocab.encode(s) for s in (["a", "b"], ["c", "a", "zz", "b"], ["b"])]
+    ours = tagger.tag_sentences(model, encoded, recurrent=lambda x, L: ch["bidirectional_lstm"](x, L, *model.directions())[0])
+    theirs = tagger.tag_sentences(model, encoded)
+    assert [o.shape for o in ours] == [(2, 12), (4, 12), (1, 12)]
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_tagger_script_trains_and_records(tmp_path):
+    out = tmp_path / "tiny.pt"
+    tagger.main(["--direction", "uni", "--epochs", "1", "--max-sentences", "60", "--threads", "1", "--device", "cpu", "--out", str(out)])
+    import json
+
+    rec = json.loads(out.with_suffix(".json").read_text())
+    assert rec["command"].endswith("--max-sentences 60") and rec["epochs_run"] == 1 and 0 <= rec["test_accuracy"] <= 1
+    model, vocab = tagger.load_checkpoint(path=out)
+    assert not model.bidirectional and len(vocab.words) == rec["words"]
+    with pytest.raises(ValueError, match="direction must be one of"):
+        tagger.checkpoint_record("both")
+
+
 # ---- the notebook in learner mode ------------------------------------------------------------------
 
 @reads_learner_run(CHAPTER)
@@ -246,7 +299,8 @@ def test_learner_mode_reaches_the_targets():
     record("ch04", adding_seed0=results["adding_seed0"], lm_test_perplexity=results["lm_test_perplexity"],
            lm_tokens=results["lm_tokens"])
     record("ch04_timing", notebook_cpu_seconds=round(seconds.cpu, 1), notebook_wall_seconds=round(seconds.wall, 1), adding_seconds=results["adding_seconds"],
-           brief_seconds=results["brief_seconds"])
+           brief_seconds=results["brief_seconds"], brief_tagger_seconds=results["brief_tagger_seconds"],
+           tagging_cpu_seconds=results["tagging_cpu_seconds"], char_lm_seconds=results["char_lm_seconds"])
     assert seconds.cpu < LEARNER_BUDGET_S, f"the notebook took {seconds}"
     mse = results["adding_seed0"]  # the two models the notebook trains itself
     assert mse["LSTM, forget bias 1"] < 0.01 and mse["RNN"] > 0.98 * adding.BASELINE_MSE, mse
@@ -275,3 +329,31 @@ def test_learner_mode_reaches_the_targets():
     # both GRUs, the full one and the update gate only, learn the task within the notebook's short run (issue 26)
     short = results["adding_gru_short"]
     assert set(short) == {"GRU", "GRU, update gate only"} and max(short.values()) < 0.1 * adding.BASELINE_MSE, short
+    # Section 10 (issue 26): the committed taggers run by the learner's run_padded / bidirectional_lstm and scored by
+    # tag_accuracy on chapter 2's whole test split. The weights are fixed, so the learner's wrappers must give nn.LSTM's
+    # figures and the record's (float rounding moves a handful of tokens at most: 2e-4 is 24 of 118,420).
+    tag, torch_tag = results["tagger"], results["tagger_torch"]
+    assert results["tagger_tokens"] == 118_420 and results["tagger_unknown_tokens"] == 4_716, results
+    for direction in tagger.DIRECTIONS:
+        rec = tagger.checkpoint_record(direction)
+        assert abs(tag[direction][0] - torch_tag[direction][0]) < 2e-4 and abs(tag[direction][1] - torch_tag[direction][1]) < 1e-3
+        assert abs(tag[direction][0] - rec["test_accuracy"]) < 2e-4 and abs(tag[direction][1] - rec["test_unknown_accuracy"]) < 1e-3
+        record(f"ch04_tagger_{direction}", accuracy=tag[direction][0], unknown_accuracy=tag[direction][1], train_seconds=rec["seconds"],
+               epochs=rec["epochs_run"], parameters=rec["parameters"])
+    # what the text says: the bidirectional tagger is best, by more than a point over the HMM and the one-way LSTM, and
+    # better on unknown words than both; the one-way LSTM lands barely above the HMM; both beat the HMM on unknown words
+    assert tag["bi"][0] > HMM_ACCURACY + 0.01 and tag["bi"][0] > tag["uni"][0] + 0.01, tag
+    assert tag["bi"][1] > tag["uni"][1] + 0.01 and min(tag["uni"][1], tag["bi"][1]) > HMM_UNKNOWN + 0.02, tag
+    assert HMM_ACCURACY < tag["uni"][0] < HMM_ACCURACY + 0.005, tag
+    first, last = results["brief_tagger_loss"]
+    assert last < 0.5 * first, results["brief_tagger_loss"]
+    # Section 11: the bidirectional LM "predicts" the next character with perplexity near 1, on unseen names too, while
+    # the one-way one cannot; sampled left to right, its names are short and unlikely under the one-way model.
+    ppl, samples = results["char_lm_perplexity"], results["char_lm_samples"]
+    assert ppl["bidirectional"]["train"] < 1.05 and ppl["bidirectional"]["dev"] < 1.05 and ppl["one-way"]["dev"] > 5, ppl
+    real = results["char_lm_real_length"]
+    assert samples["bidirectional"]["mean_length"] < 0.5 * real < 0.5 * 1.3 * samples["one-way"]["mean_length"], samples
+    assert samples["bidirectional"]["judge_perplexity"] > 5 * samples["one-way"]["judge_perplexity"], samples
+    assert samples["bidirectional"]["empty_or_one"] > 0.2 > samples["one-way"]["empty_or_one"], samples
+    p_end = results["char_lm_p_end_after_one"]
+    assert p_end["bidirectional"] > 0.1 and p_end["bidirectional"] > 100 * p_end["one-way"], p_end

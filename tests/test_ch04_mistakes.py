@@ -860,6 +860,143 @@ HIDDEN += [
 ]
 
 
+# ---- tag_accuracy (issue 26: the taggers of section 10) ---------------------------------------------
+
+def _tag_acc(scores, gold, lengths, unknown, *, pad=False, per_sentence=False, axis=-1, unk_pad=False, unk_over_all=False,
+             known=False, percent=False, empty_unknown=None, tensors=False, off_by_one=False, no_empty_error=False,
+             last_on_ties=False):
+    """One loop for the right answer and each planted mistake: every flag changes only what its mistake changes."""
+    B, T = gold.shape
+    t = torch.arange(T)[None, :]
+    real = (t <= lengths[:, None]) & (t < T) if off_by_one else t < lengths[:, None]
+    if pad:
+        real = torch.ones(B, T, dtype=torch.bool)
+    if not bool(real.any()) and not no_empty_error:
+        raise ValueError("no token to score")
+    pred = (scores.shape[-1] - 1 - scores.flip(-1).argmax(dim=-1)) if last_on_ties else scores.argmax(dim=axis)
+    right = (pred == gold) & real
+    unk = (unknown if unk_pad else unknown & real)
+    if known:
+        unk = ~unknown & real
+    if per_sentence:
+        overall = torch.stack([right[b].sum() / real[b].sum() for b in range(B) if real[b].any()]).mean()
+    else:
+        overall = right.sum() / real.sum().clamp(min=1)
+    if unk_over_all:
+        on_unk = (right & unk).sum() / real.sum()
+    elif bool(unk.any()):
+        on_unk = (right & unk).sum() / unk.sum()
+    else:
+        on_unk = torch.tensor(float("nan")) if empty_unknown is None else empty_unknown()
+    overall, on_unk = overall.double(), on_unk.double() if torch.is_tensor(on_unk) else on_unk
+    if percent:
+        overall, on_unk = 100 * overall, 100 * on_unk
+    return (overall, on_unk) if tensors else (float(overall), float(on_unk))
+
+
+def acc_counts_padding(s, g, L, u):
+    return _tag_acc(s, g, L, u, pad=True)
+
+
+def acc_mean_per_sentence(s, g, L, u):
+    return _tag_acc(s, g, L, u, per_sentence=True)
+
+
+def acc_argmax_over_time(s, g, L, u):
+    return _tag_acc(s, g, L, u, axis=1)
+
+
+def acc_unknown_includes_padding(s, g, L, u):
+    return _tag_acc(s, g, L, u, unk_pad=True)
+
+
+def acc_unknown_over_all_tokens(s, g, L, u):
+    return _tag_acc(s, g, L, u, unk_over_all=True)
+
+
+def acc_known_for_unknown(s, g, L, u):
+    return _tag_acc(s, g, L, u, known=True)
+
+
+def acc_percent(s, g, L, u):
+    return _tag_acc(s, g, L, u, percent=True)
+
+
+def acc_no_unknown_is_zero(s, g, L, u):
+    return _tag_acc(s, g, L, u, empty_unknown=lambda: torch.tensor(0.0))
+
+
+def acc_no_unknown_divides_by_zero(s, g, L, u):
+    return _tag_acc(s, g, L, u, empty_unknown=lambda: 1 / 0)
+
+
+def acc_returns_tensors(s, g, L, u):
+    return _tag_acc(s, g, L, u, tensors=True)
+
+
+def acc_mask_off_by_one(s, g, L, u):
+    return _tag_acc(s, g, L, u, off_by_one=True)
+
+
+def acc_no_error_without_tokens(s, g, L, u):
+    return _tag_acc(s, g, L, u, no_empty_error=True)
+
+
+def acc_last_tag_on_ties(s, g, L, u):
+    return _tag_acc(s, g, L, u, last_on_ties=True)
+
+
+def acc_masks_gold_in_place(s, g, L, u):
+    g[torch.arange(g.shape[1])[None, :] >= L[:, None]] = -1  # "clean" the padding of the caller's tensor
+    return _tag_acc(s, g, L, u)
+
+
+def acc_hardcoded(s, g, L, u):
+    if tuple(g.shape) == (2, 3) and s.shape[-1] == 4:
+        return (0.8, float("nan")) if not bool(u.any()) else (0.8, 2 / 3)
+    return 0.9, 0.8
+
+
+def acc_loops_correct(s, g, L, u):
+    """Another correct implementation: counts in Python loops, max over the tags."""
+    right = total = right_u = total_u = 0
+    for b in range(g.shape[0]):
+        for t in range(int(L[b])):
+            ok = int(s[b, t].max(dim=0).indices) == int(g[b, t])
+            right, total = right + ok, total + 1
+            if u[b, t]:
+                right_u, total_u = right_u + ok, total_u + 1
+    if total == 0:
+        raise ValueError("no token to score")
+    return right / total, (right_u / total_u if total_u else float("nan"))
+
+
+def acc_masked_select_correct(s, g, L, u):
+    """Another correct implementation: the real tokens selected first, with a float mean."""
+    real = torch.arange(g.shape[1])[None, :] < L[:, None]
+    if real.sum() == 0:
+        raise ValueError("empty batch")
+    right = torch.masked_select(s.argmax(-1) == g, real).float()
+    unk = torch.masked_select(u, real)
+    return float(right.double().mean()), (float(right[unk].double().mean()) if unk.any() else float("nan"))
+
+
+WRONG += [(f"tag_accuracy_tests", "tag_accuracy", v) for v in (
+    acc_counts_padding, acc_mean_per_sentence, acc_argmax_over_time, acc_unknown_includes_padding, acc_unknown_over_all_tokens,
+    acc_known_for_unknown, acc_percent, acc_no_unknown_is_zero, acc_no_unknown_divides_by_zero, acc_returns_tensors,
+    acc_mask_off_by_one, acc_no_error_without_tokens, acc_last_tag_on_ties, acc_masks_gold_in_place, acc_hardcoded)]
+
+RIGHT += [
+    ("tag_accuracy_tests", {"tag_accuracy": acc_loops_correct}),
+    ("tag_accuracy_tests", {"tag_accuracy": acc_masked_select_correct}),
+]
+
+HIDDEN += [
+    ("tag_accuracy_tests", "tag_accuracy", acc_no_error_without_tokens, "every length 0"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_last_tag_on_ties, "lowest tag"),
+]
+
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -882,6 +1019,18 @@ VISIBLE = [
     ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_order_n_z, "order z, n"),
     ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_without_b_hn, "whole hidden part"),
     ("minimal_gru_cell_tests", "minimal_gru_cell", minimal_update_gate_as_reset, "no reset gate"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_counts_padding, "counts the padding"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_mask_off_by_one, "counts the padding"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_mean_per_sentence, "per token, not per sentence"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_argmax_over_time, "LAST axis"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_unknown_includes_padding, "unknown & real"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_unknown_over_all_tokens, "number of unknown tokens"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_known_for_unknown, "KNOWN"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_percent, "not a percentage"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_no_unknown_is_zero, "float('nan')"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_no_unknown_divides_by_zero, "float('nan')"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_returns_tensors, "Python floats"),
+    ("tag_accuracy_tests", "tag_accuracy", acc_masks_gold_in_place, "changed"),
 ]
 
 (test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
