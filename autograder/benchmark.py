@@ -1,6 +1,8 @@
 """Wall time of autograder/grade.py against plain serial `nbgrader autograde`, on the same simulated batch.
 
     python autograder/benchmark.py [--students 50] [--out build/results/autograder-benchmark.json]
+    python autograder/benchmark.py --students 10 --chapter 06-seq2seq --chapter 07-attention --skip-nbgrader \
+        --cluster local:2 --jobs 1   # the Dask path against the local pool (issue 30)
 
 The batch: N students x every chapter that exists, mixed as honest (solution; solution whose
 answers warn), partly wrong, untouched, and adversarial (edited/duplicated tests,
@@ -13,6 +15,11 @@ times, the speed-up, whether the honest submissions got identical scores, and pe
 second kernel costs a notebook (medians over the honest ones): both runners forked and ready
 (kernel_ready_s), the course's definitions run again in the test kernel (course_rerun_s), and the
 wire (wire_s: the test cells' `calls` to the student's code, less the time that code ran).
+
+With --cluster local:N (or --scheduler ADDRESS), the same batch is graded a second time on that Dask cluster
+(grade.py --cluster / --scheduler, --jobs slots per worker), into a fresh workspace: reported are its wall time
+(cluster start included), whether every score is identical to the pool's, and the overhead per notebook,
+(Dask wall time - pool wall time) / notebooks, with the pool given the same number of job slots (N x --jobs).
 """
 
 from __future__ import annotations
@@ -91,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "build" / "results" / "autograder-benchmark.json")
     parser.add_argument("--skip-nbgrader", action="store_true", help="time only this tool")
     parser.add_argument("--chapter", action="append", help="a chapter to include (repeatable; default: every chapter)")
+    parser.add_argument("--cluster", help="also grade on a local Dask cluster (local:N) and compare with the pool")
+    parser.add_argument("--scheduler", help="also grade on the Dask cluster of this scheduler and compare with the pool")
+    parser.add_argument("--pool-jobs", type=int, help="the pool's sandboxes when comparing with Dask (default: N x --jobs "
+                                                      "for --cluster local:N, else --jobs)")
     args = parser.parse_args(argv)
     from grade import chapters as all_chapters
     from workspace import make_workspace
@@ -104,11 +115,13 @@ def main(argv: list[str] | None = None) -> int:
         notebooks = len(kinds) * len(chapters())
         figures: dict = {"students": len(kinds), "chapters": chapters(), "notebooks": notebooks, "cores": os.cpu_count()}
 
+        dask = ["--cluster", args.cluster] if args.cluster else ["--scheduler", args.scheduler] if args.scheduler else []
+        pool_jobs = args.pool_jobs or (args.jobs * int(args.cluster.split(":")[1]) if args.cluster else args.jobs)
         ours = make_workspace(tmp / "ours")
         shutil.copytree(tmp / "batch" / "submitted", ours / "submitted")
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, str(HERE / "grade.py"), str(ours), "--jobs", str(args.jobs), "--no-progress",
-                               *[f"--chapter={c}" for c in chapters()]],
+        done = subprocess.run([sys.executable, str(HERE / "grade.py"), str(ours), "--jobs", str(pool_jobs if dask else args.jobs),
+                               "--no-progress", *[f"--chapter={c}" for c in chapters()]],
                               env=env(), capture_output=True, text=True)
         figures["this_tool_s"] = round(time.perf_counter() - start, 1)
         if done.returncode != 0:
@@ -119,6 +132,23 @@ def main(argv: list[str] | None = None) -> int:
         ready = sorted(e["timings"]["kernel_ready_s"] for r in results for e in r["notebooks"].values() if e.get("timings"))
         figures["kernel_ready_s_median"] = round(ready[len(ready) // 2], 3) if ready else None  # both runners forked
         figures["second_kernel"] = second_kernel(results, kinds)
+
+        if dask:
+            on_dask = make_workspace(tmp / "dask")
+            shutil.copytree(tmp / "batch" / "submitted", on_dask / "submitted")
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, str(HERE / "grade.py"), str(on_dask), "--jobs", str(args.jobs), *dask,
+                                   "--no-progress", *[f"--chapter={c}" for c in chapters()]],
+                                  env=env(), capture_output=True, text=True)
+            figures["dask"] = {"how": " ".join(dask), "jobs_per_worker": args.jobs, "pool_jobs": pool_jobs,
+                               "pool_s": figures["this_tool_s"], "dask_s": round(time.perf_counter() - start, 1)}
+            if done.returncode != 0:
+                print(done.stderr[-3000:], file=sys.stderr)
+                return 1
+            dask_scores = {(r["student"], r["chapter"]): float(r["score"]) for r in csv.DictReader(open(on_dask / "grades.csv"))}
+            figures["dask"]["identical_scores"] = dask_scores == our_scores
+            figures["dask"]["overhead_per_notebook_s"] = round((figures["dask"]["dask_s"] - figures["this_tool_s"]) / notebooks, 2)
+            figures["dask"]["results"] = len(list((on_dask / "autograder-results").glob("*/*/result.json")))
 
         if not args.skip_nbgrader:
             theirs = make_workspace(tmp / "nbgrader")

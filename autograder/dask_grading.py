@@ -353,6 +353,16 @@ def parse_cluster(spec: str) -> int:
     return int(match.group(1))
 
 
+def quiet() -> None:
+    """Dask's own log lines stay out of grade.py's report: a lost scheduler is logged with tracebacks that say less
+    than grade.py's one line (SchedulerGone), and a dying worker's lines come before grade.py says what it did."""
+    import logging
+
+    for name in [n for n in logging.root.manager.loggerDict if n.split(".")[0] in ("distributed", "tornado")] + \
+            ["distributed", "tornado"]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 class DaskPool:
     """Submit grade.py's jobs to a Dask cluster; each job's concurrent.futures.Future completes with the same dict
     as the local pool's worker (after the result folder is unpacked into place), or fails with the reason."""
@@ -381,6 +391,7 @@ class DaskPool:
             scheduler = self.cluster.scheduler_address
         self.address = scheduler
         self.client = Client(scheduler, timeout=connect_timeout, set_as_default=False)
+        quiet()
         self.check_workers()
 
     def describe(self) -> str:
