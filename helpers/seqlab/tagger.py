@@ -78,7 +78,9 @@ class Vocabulary:
 
     def __init__(self, train_words: Sequence[Sequence[str]], min_count: int = 2):
         words = Counter(w.lower() for sentence in train_words for w in sentence)
-        suffixes = Counter(w.lower()[-3:] for sentence in train_words for w in sentence)
+        suffixes: Counter = Counter()
+        for word, count in words.items():  # the suffixes' counts, from the words' (one pass over the corpus)
+            suffixes[word[-3:]] += count
         self.seen = frozenset(words)  # every training word, lower-cased: what "unknown" is measured against
         self.words = ["<unk>"] + sorted(w for w, c in words.items() if c >= min_count)
         self.suffixes = ["<unk>"] + sorted(s for s, c in suffixes.items() if c >= min_count)
