@@ -839,3 +839,46 @@ def test_every_runner_starts_from_the_same_state_though_its_fork_server_warmed_t
     seeded = [[line for line in texts(nb, 0).splitlines() if not line.startswith("random")] for nb in (nb_first, nb_second)]
     assert seeded[0] == seeded[1], seeded
     assert "grad True threads 1" in texts(nb_first, 0) and "grad True threads 1" in texts(nb_first, 1)
+
+
+RANDOM_DRAWS = """
+import random
+import numpy as np
+import torch
+
+def draw(n):
+    return [float(np.random.standard_normal()) for _ in range(n)] + [random.random(), float(torch.rand(1))]
+"""
+
+RANDOM_TEST = """
+import random
+import numpy as np
+import torch
+
+def sequence(draw_here):
+    np.random.seed(3); random.seed(3); torch.manual_seed(3)
+    out = [draw_here(1)]                                     # an odd number of normals: one Gaussian kept
+    out.append(float(np.random.standard_normal()))            # the test's draw uses it up (no other word moves)
+    out.append(draw_here(2))
+    out.append(float(np.random.standard_normal()))
+    np.random.set_state(np.random.get_state())                # the same state set again: nothing changes
+    out.append(draw_here(3) + [float(np.random.rand()), random.random(), float(torch.rand(1))])
+    return out
+
+def draw_here(n):
+    return [float(np.random.standard_normal()) for _ in range(n)] + [random.random(), float(torch.rand(1))]
+
+one_kernel = sequence(draw_here)
+two_kernels = sequence(draw)
+assert two_kernels == one_kernel, (two_kernels, one_kernel)
+print("same draws")
+"""
+
+
+@pytest.mark.slow
+def test_the_global_random_states_travel_with_each_call_as_in_one_kernel(sandbox):
+    # the student's code draws from the global generators of NumPy (its kept Gaussian too), random and torch; the
+    # test's own draws between the calls continue where the student's left off, as if both ran in one kernel
+    execution, nb = execute(sandbox, [RANDOM_DRAWS, RANDOM_TEST], tests={1}, answer_names=["draw"])
+    assert execution.replies == {0: "ok", 1: "ok"}, texts(nb, 1)
+    assert "same draws" in texts(nb, 1)

@@ -759,15 +759,31 @@ def write_back(target, new) -> None:
 # -- global random states ------------------------------------------------------------------------------
 
 class RandomStates:
-    """The global random states of torch, NumPy and random travel with each call, there and back."""
+    """The global random states of torch, NumPy and random travel with each call, there and back: only those that
+    changed since the last exchange, and a state is read where that is cheap.
+
+    NumPy's legacy ``get_state`` copies 624 words into a new array (about 40 µs, four times a call); the same words
+    lie in the MT19937 generator's own memory, read here as bytes in about 1 µs (checked against ``get_state`` once;
+    elsewhere, ``get_state`` every time). One thing those bytes do not hold is the Gaussian that the legacy
+    generator keeps for its next ``standard_normal``: it is made together with the one drawn before (which moves
+    the words), but using it up changes nothing else, so while one is kept the full state is read every time.
+    """
 
     def __init__(self):
         self.last: dict[str, object] = {}
+        self.gauss_kept = True  # until a full read says otherwise
+        self.np_words = _np_state_words()
 
-    @staticmethod
-    def _raw() -> dict[str, object]:
-        kind, keys, pos, has_gauss, gauss = np.random.get_state(legacy=True)
-        raw = {"np": (keys.tobytes(), pos, has_gauss, gauss), "py": random.getstate()}
+    def _raw(self) -> dict[str, object]:
+        words = self.np_words() if self.np_words is not None and not self.gauss_kept else None
+        if words is not None and words == self.last.get("np_words"):
+            numpy_state = self.last["np"]
+        else:
+            kind, keys, pos, has_gauss, gauss = np.random.get_state(legacy=True)
+            numpy_state = (keys.tobytes(), pos, has_gauss, gauss)
+            self.gauss_kept = bool(has_gauss)
+            words = self.np_words() if self.np_words is not None else None
+        raw = {"np": numpy_state, "np_words": words, "py": random.getstate()}
         if torch is not None:
             raw["torch"] = torch.get_rng_state().numpy().tobytes()
         return raw
@@ -777,10 +793,10 @@ class RandomStates:
         now = self._raw()
         changed = {}
         for key, value in now.items():
-            if self.last.get(key) != value:
+            if key != "np_words" and self.last.get(key) != value:
                 if key == "np":
-                    state = np.random.get_state(legacy=True)
-                    changed[key] = json.dumps([state[0], state[1].tolist(), int(state[2]), int(state[3]), float(state[4])])
+                    keys, pos, has_gauss, gauss = value
+                    changed[key] = json.dumps(["MT19937", _b64(keys), int(pos), int(has_gauss), float(gauss)])
                 elif key == "py":
                     version, internal, gauss = value
                     changed[key] = json.dumps([version, list(internal), gauss])
@@ -795,7 +811,8 @@ class RandomStates:
         try:
             if "np" in states:
                 kind, keys, pos, has_gauss, gauss = json.loads(states["np"])
-                np.random.set_state((str(kind), np.array(keys, dtype=np.uint32), int(pos), int(has_gauss), float(gauss)))
+                words = np.frombuffer(_unb64(keys), dtype=np.uint32).copy()
+                np.random.set_state((str(kind), words, int(pos), int(has_gauss), float(gauss)))
             if "py" in states:
                 version, internal, gauss = json.loads(states["py"])
                 random.setstate((int(version), tuple(int(x) for x in internal), gauss))
@@ -804,7 +821,33 @@ class RandomStates:
                 torch.set_rng_state(torch.from_numpy(raw))
         except (ValueError, TypeError, RuntimeError, OverflowError) as error:
             raise WireError(f"a malformed random state ({error})") from None
+        self.gauss_kept = True  # the state just set may keep one: the next read is a full one
         self.last = self._raw()
+
+
+def _np_state_words() -> Callable[[], bytes] | None:
+    """A reader of the legacy global generator's MT19937 words and position as bytes, if they lie where expected."""
+    import ctypes
+
+    try:
+        generator = np.random.mtrand._rand._bit_generator
+        if type(generator).__name__ != "MT19937":
+            return None
+        address = generator.ctypes.state_address
+        _, keys, pos, _, _ = np.random.get_state(legacy=True)
+        raw = ctypes.string_at(address, 624 * 4 + 4)
+        if raw != keys.astype("<u4").tobytes() + int(pos).to_bytes(4, "little", signed=True):
+            return None
+    except Exception:  # noqa: BLE001 - another NumPy: read the full state every time
+        return None
+
+    def words() -> bytes | None:
+        current = np.random.mtrand._rand._bit_generator  # seed() keeps it; a new one (code that replaced it) is read
+        if current is not generator:  # in full, from now on
+            return None
+        return ctypes.string_at(address, 624 * 4 + 4)
+
+    return words
 
 
 def _jsonable(value):
