@@ -480,10 +480,9 @@ def main(argv: list[str] | None = None) -> int:
         if not on_dask or type(error).__name__ not in ("SchedulerGone", "NoWorker"):
             raise
         stopped = True
-        print(f"grade: the Dask cluster stopped grading ({type(error).__name__}: {str(error)[:500]}); finished "
-              "results are in the "
-              "gradebook. Run the same command again (on a working cluster, or without --scheduler) to grade the rest.",
-              file=sys.stderr)
+        print(f"grade: the Dask cluster stopped grading ({type(error).__name__}: {str(error)[:500]}); finished results "
+              "are in the gradebook. Run the same command again (on a working cluster, or without --scheduler) to grade "
+              "the rest.", file=sys.stderr)
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
 

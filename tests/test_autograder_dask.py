@@ -1,8 +1,8 @@
 """grade.py on a Dask distributed cluster (issue 30; autograder/dask_grading.py): the same grades as the local pool,
 workers that die or refuse, a scheduler that goes away, and the safety suite's attacks run through the cluster.
 
-Every submission is graded in chapter 7, the chapter that grades fastest (tests/test_autograder_safety.py: its
-solution in about 7 s of a job slot); the class is small and graded once by each path (module fixture `batch`).
+Every submission is graded in chapter 7, with chapter 6 the chapter that grades fastest (benchmark.py here: a median
+3.7 s of running per honest notebook in each; the safety suite grades chapter 7 too); the class is small and graded once by each path (module fixture `batch`).
 The fault tests start a scheduler and workers of their own as separate processes (`dask scheduler`,
 `dask worker --preload dask_grading`), as an instructor's cluster would run them.
 """
