@@ -342,9 +342,10 @@ def test_learner_mode_reaches_the_targets():
                epochs=rec["epochs_run"], parameters=rec["parameters"])
     # what the text says: the bidirectional tagger is best, by more than a point over the HMM and the one-way LSTM, and
     # better on unknown words than both; the one-way LSTM lands barely above the HMM; both beat the HMM on unknown words
-    assert tag["bi"][0] > HMM_ACCURACY + 0.01 and tag["bi"][0] > tag["uni"][0] + 0.01, tag
-    assert tag["bi"][1] > tag["uni"][1] + 0.01 and min(tag["uni"][1], tag["bi"][1]) > HMM_UNKNOWN + 0.02, tag
-    assert HMM_ACCURACY < tag["uni"][0] < HMM_ACCURACY + 0.005, tag
+    # ("more than a point and a half" over the one-way tagger, "more still on unknown words", "less than a fifth of a point")
+    assert tag["bi"][0] > HMM_ACCURACY + 0.01 and tag["bi"][0] > tag["uni"][0] + 0.015, tag
+    assert tag["bi"][1] - tag["uni"][1] > tag["bi"][0] - tag["uni"][0] and min(tag["uni"][1], tag["bi"][1]) > HMM_UNKNOWN + 0.02, tag
+    assert HMM_ACCURACY < tag["uni"][0] < HMM_ACCURACY + 0.002, tag
     first, last = results["brief_tagger_loss"]
     assert last < 0.5 * first, results["brief_tagger_loss"]
     # Section 11: the bidirectional LM "predicts" the next character with perplexity near 1, on unseen names too, while
