@@ -69,7 +69,8 @@ class WorkerRefused(Exception):
 
 
 class JobLost(Exception):
-    """Workers died under the job ALLOWED_FAILURES + 1 times: no further try in this run."""
+    """Workers died under the job more often than the scheduler's allowed-failures (ALLOWED_FAILURES for --cluster):
+    no further try in this run."""
 
 
 class SchedulerGone(Exception):
@@ -472,8 +473,8 @@ class DaskPool:
                     return
                 name = type(error).__name__
                 if name == "KilledWorker":
-                    outer.set_exception(JobLost(f"the worker running it died {ALLOWED_FAILURES + 1} times "
-                                                f"({str(error)[:200]})"))
+                    outer.set_exception(JobLost("the workers running it died more often than the scheduler's "
+                                                f"allowed-failures allow ({str(error)[:200]})"))
                     return
                 outer.set_exception(error)
             except FutureCancelledError:

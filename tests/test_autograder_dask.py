@@ -182,10 +182,10 @@ def test_a_worker_with_another_course_version_refuses_before_reading_anything():
 class Cluster:
     """A scheduler and workers as an instructor runs them: `dask scheduler`, `dask worker --preload dask_grading`."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, allowed_failures: int = dask_grading.ALLOWED_FAILURES):
         self.root, self.processes = root, []
         self.file = root / "scheduler.json"
-        env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(dask_grading.ALLOWED_FAILURES)}
+        env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(allowed_failures)}
         self.scheduler = self.start([DASK, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file", str(self.file)],
                                     env)
         deadline = time.time() + 60
@@ -278,6 +278,36 @@ def test_a_worker_killed_mid_job_has_its_job_finished_by_the_other(batch, remote
     assert "failed" not in stderr
     wait_for(lambda: not [c for c in children if c.is_running() and c.status() != "zombie"], 30,
              "the killed worker's fork servers to end (bwrap --die-with-parent)")
+
+
+def test_a_job_whose_workers_die_too_often_is_recorded_ungraded_with_the_reason(batch, tmp_path):
+    """The scheduler's allowed-failures (2 in the README's recipe; 0 here, so that one death is too many): then the job
+    is not tried again in this run, it is recorded as 0 with the reason, grade.py exits 1, and the next run grades it."""
+    cluster = Cluster(tmp_path, allowed_failures=0)
+    try:
+        first, second = cluster.worker(), cluster.worker()
+        joined(cluster, 2)
+        workspace = tmp_path / "workspace"
+        run = grading(workspace, "--submissions", str(batch["small"]), "--scheduler", cluster.address, "--jobs", "1", *FAST)
+        victim = wait_for(lambda: next((w for w in (first, second) if grading_children(w)), None), 180, "a job to start")
+        time.sleep(1.0)
+        victim.send_signal(signal.SIGKILL)
+        stdout, stderr = run.communicate(timeout=600)
+    finally:
+        cluster.close()
+    assert run.returncode == 1, stderr[-3000:]
+    # the job it was running, and the one the scheduler had queued on it too
+    lost = {s: r for s, r in results(workspace).items() if r.get("failed")}
+    assert 1 <= len(lost) <= 2, stderr[-3000:]
+    for student, result in lost.items():
+        assert "JobLost" in result["problem"] and "died" in result["problem"], result["problem"]
+        assert float(rows(workspace)[student]["score"]) == 0
+    assert "trying once more" not in stderr and "NOT all graded" in stderr
+    others = {k: v for k, v in rows(workspace).items() if k not in lost}
+    assert others == {k: v for k, v in pool_rows(batch).items() if k not in lost}
+    rerun = grade(workspace, "--jobs", "2", *FAST)
+    assert rerun.returncode == 0 and f"{len(lost)} to grade" in rerun.stderr, rerun.stderr[-2000:]
+    assert rows(workspace) == pool_rows(batch)
 
 
 def test_a_worker_with_another_course_version_refuses_and_never_grades(batch, remote, tmp_path):
