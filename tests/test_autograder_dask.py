@@ -66,6 +66,7 @@ def batch(tmp_path_factory):
     export = root / "export"
     expected = write_export(export, BATCH, targets=[str(SOLUTIONS), str(root), str(canary), "/root"], only=CLASS)
     write_export(root / "small", BATCH, only=SMALL)
+    write_export(root / "tiny", BATCH, only=["broken_json"])
     before = tree_hash(*COURSE, canary, export)
     pool = grade(root / "pool", "--submissions", str(export), "--jobs", "2", *FAST)
     assert pool.returncode == 0, pool.stderr[-3000:]
@@ -74,7 +75,7 @@ def batch(tmp_path_factory):
     seconds = time.perf_counter() - started
     assert done.returncode == 0, done.stderr[-3000:]
     after = tree_hash(*COURSE, canary, export)
-    return {"root": root, "export": export, "small": root / "small", "expected": expected, "pool": root / "pool",
+    return {"root": root, "export": export, "small": root / "small", "tiny": root / "tiny", "expected": expected, "pool": root / "pool",
             "dask": root / "dask",
             "stderr": done.stderr, "seconds": seconds,
             "changed": sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))}
@@ -305,9 +306,7 @@ def test_a_job_whose_workers_die_too_often_is_recorded_ungraded_with_the_reason(
     assert "trying once more" not in stderr and "NOT all graded" in stderr
     others = {k: v for k, v in rows(workspace).items() if k not in lost}
     assert others == {k: v for k, v in pool_rows(batch).items() if k not in lost}
-    rerun = grade(workspace, "--jobs", "2", *FAST)
-    assert rerun.returncode == 0 and f"{len(lost)} to grade" in rerun.stderr, rerun.stderr[-2000:]
-    assert rows(workspace) == pool_rows(batch)
+    # (that a rerun grades just what is missing or failed: the scheduler test below, and the safety suite)
 
 
 def test_a_worker_with_another_course_version_refuses_and_never_grades(batch, remote, tmp_path):
@@ -319,7 +318,7 @@ def test_a_worker_with_another_course_version_refuses_and_never_grades(batch, re
     remote.worker(course=other)
     workspace = tmp_path / "workspace"
     joined(remote, 1)
-    done = grade(workspace, "--submissions", str(batch["small"]), "--scheduler", remote.address, *FAST)
+    done = grade(workspace, "--submissions", str(batch["tiny"]), "--scheduler", remote.address, *FAST)
     assert done.returncode == 1, done.stderr[-2000:]
     assert "refuses to grade" in done.stderr and "start the worker from a checkout of the graded commit" in done.stderr
     assert not list((workspace / "autograder-results").rglob("result.json")), "the refusing worker graded nothing"
@@ -329,7 +328,7 @@ def test_a_worker_with_another_course_version_refuses_and_never_grades(batch, re
     done = grade(workspace, "--scheduler", remote.address, *FAST)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "refuses to grade" in done.stderr
-    assert rows(workspace) == pool_rows(batch)
+    assert rows(workspace) == pool_rows(batch, ["broken_json"])
     assert len({r["graded_by"] for r in results(workspace).values()}) == 1
 
 
