@@ -40,7 +40,8 @@ def preload() -> dict[str, float]:
             continue
         seconds[name] = round(time.perf_counter() - start, 3)
     # Read-only course data, parsed once per worker: every forked runner finds it in seqlab's caches.
-    for module, loader in (("seqlab.data", "_brown_table"), ("seqlab.names", "_table")):
+    for module, loader in (("seqlab.data", "_brown_table"), ("seqlab.data", "_brown_lower_table"),
+                           ("seqlab.names", "_table"), ("seqlab.dates", "_table")):
         start = time.perf_counter()
         try:
             getattr(__import__(module, fromlist=[loader]), loader)()

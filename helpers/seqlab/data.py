@@ -51,6 +51,20 @@ def _brown_table() -> dict[str, tuple[BrownSentence, ...]]:
     return {split: tuple(sentences) for split, sentences in by_split.items()}
 
 
+@lru_cache(maxsize=1)
+def _brown_lower_table() -> dict[str, tuple[BrownSentence, ...]]:
+    """The same sentences with lower-cased words, each distinct word lowered once (chapters 1, 4 and 5 ask often)."""
+    lowered: dict[str, str] = {}
+
+    def lower(word: str) -> str:
+        if word not in lowered:
+            lowered[word] = word.lower()
+        return lowered[word]
+
+    return {split: tuple(s._replace(words=tuple(map(lower, s.words))) for s in sentences)
+            for split, sentences in _brown_table().items()}
+
+
 def load_brown(split: str = "train", *, lower: bool = False) -> list[BrownSentence]:
     """The sentences of one split of the Brown corpus, in corpus order.
 
@@ -63,7 +77,4 @@ def load_brown(split: str = "train", *, lower: bool = False) -> list[BrownSenten
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    sentences = _brown_table()[split]
-    if not lower:
-        return list(sentences)
-    return [s._replace(words=tuple(w.lower() for w in s.words)) for s in sentences]
+    return list((_brown_lower_table() if lower else _brown_table())[split])
