@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from adversarial.generate import write_export  # noqa: E402
 from safe_input import Refused  # noqa: E402
 from sandbox import bubblewrap  # noqa: E402
-from test_autograder_safety import CELL_LIMIT, COURSE, tree_hash  # noqa: E402 - the safety suite's own helpers
+from test_autograder_safety import CELL_LIMIT, COURSE, snoop_report, tree_hash  # noqa: E402 - the safety suite's own helpers
 
 import dask_grading  # noqa: E402
 
@@ -115,14 +115,9 @@ def test_red_team_cases_hold_through_the_cluster(batch):
     """Two of the safety suite's attacks (tests/test_autograder_safety.py), submitted through the scheduler: the
     sandbox on the worker hides the course, the workspace, the export and the network, and what the submission plants
     is never followed; the course, the export and a canary file are unchanged."""
-    import nbformat
-
     ours = rows(batch["dask"])
     assert float(ours["snoop"]["score"]) == 0 and float(ours["plant_symlinks"]["score"]) == 0
-    executed = nbformat.read(batch["dask"] / "autograded" / "snoop" / BATCH / f"{BATCH}.ipynb", as_version=4)
-    text = next(o.text for c in executed.cells if c.cell_type == "code" for o in c.outputs
-                if o.output_type == "stream" and "SNOOP " in o.text)
-    report = json.loads(text.split("SNOOP ", 1)[1].splitlines()[0])
+    report = snoop_report(batch["dask"] / "autograded" / "snoop" / BATCH / f"{BATCH}.ipynb")
     assert not [k for k, v in report.items() if v in ("READ", "EXECUTED", "WROTE", "CONNECTED")], report
     assert not list(SOLUTIONS.rglob("PWNED")) and not list(batch["root"].rglob("PWNED"))
     assert not batch["changed"], f"files of the course, the export or the canary changed: {batch['changed'][:10]}"

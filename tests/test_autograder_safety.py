@@ -206,14 +206,19 @@ def test_gigabytes_of_output_are_not_kept(batch):
     assert executed.stat().st_size < 20 * 2**20
 
 
-def test_the_sandbox_hides_solutions_gradebook_other_students_and_network(batch):
-    assert score(batch, "snoop") == 0
+def snoop_report(executed_path: Path) -> dict:
+    """What the `snoop` submission found it could do from inside its sandbox: target -> READ, WROTE, ... or a refusal."""
     import nbformat
 
-    executed = nbformat.read(batch["workspace"] / "autograded" / "snoop" / BATCH / f"{BATCH}.ipynb", as_version=4)
+    executed = nbformat.read(executed_path, as_version=4)
     text = next(o.text for c in executed.cells if c.cell_type == "code" for o in c.outputs
                 if o.output_type == "stream" and "SNOOP " in o.text)
-    report = json.loads(text.split("SNOOP ", 1)[1].splitlines()[0])
+    return json.loads(text.split("SNOOP ", 1)[1].splitlines()[0])
+
+
+def test_the_sandbox_hides_solutions_gradebook_other_students_and_network(batch):
+    assert score(batch, "snoop") == 0
+    report = snoop_report(batch["workspace"] / "autograded" / "snoop" / BATCH / f"{BATCH}.ipynb")
     assert not [k for k, v in report.items() if v in ("READ", "EXECUTED", "WROTE", "CONNECTED")], report
     assert not list(SOLUTIONS.rglob("PWNED")) and not list(batch["root"].rglob("PWNED"))
 
