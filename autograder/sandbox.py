@@ -151,11 +151,14 @@ class Zygote:
 
     def command(self, fd: int) -> list[str]:
         shared = ["/tmp", "/dev/shm"] + ([SCRATCH] if self.scratch is not None else []) if self.sandboxed else []
+        prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(sys.prefix).resolve(), seqlab_root(), INKERNEL}
+        # binds inside a shared folder (a course or venv under /tmp) stay when the fork server empties it
+        keep = sorted(str(p) for p in prefixes if any(Path(folder) in p.parents for folder in shared))
         inner = [self.python, str(INKERNEL / "zygote.py"), "--control", str(fd), "--path", str(seqlab_root()),
-                 "--clean", os.pathsep.join(shared), "--kill-all", "1" if self.sandboxed else "0"]
+                 "--clean", os.pathsep.join(shared), "--keep", os.pathsep.join(keep),
+                 "--kill-all", "1" if self.sandboxed else "0"]
         if not self.sandboxed:
             return inner
-        prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(sys.prefix).resolve(), seqlab_root(), INKERNEL}
         # no capabilities inside: as root, bwrap keeps them all (in its user namespace, where uid 0 is the host's root),
         # and with CAP_SYS_ADMIN a submission could remount the read-only binds (the venv, the course) writable
         args = [self.bwrap, "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]

@@ -843,7 +843,7 @@ def test_every_runner_starts_from_the_same_state_though_its_fork_server_warmed_t
         nb_second = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(STATE_PROBE)])
         plan = Plan(tests={1}, course={}, answer_names=[], classes=[], hidden_from={})
         first = run(nb_first, sandbox, plan)
-        sandbox.reset_scratch()
+        sandbox.after_submission()  # as the grader does between notebooks: a fork server that does not answer goes
         second = run(nb_second, sandbox, dataclasses.replace(plan, tests=set()))
         same_server = sandbox.student.process is server
         sandbox.after_submission()
@@ -897,3 +897,27 @@ def test_the_global_random_states_travel_with_each_call_as_in_one_kernel(sandbox
     execution, nb = execute(sandbox, [RANDOM_DRAWS, RANDOM_TEST], tests={1}, answer_names=["draw"])
     assert execution.replies == {0: "ok", 1: "ok"}, texts(nb, 1)
     assert "same draws" in texts(nb, 1)
+
+
+def test_emptying_a_shared_folder_keeps_the_binds_inside_it_and_removes_all_else(tmp_path):
+    # A course cloned under /tmp is bound read-only at the same path inside the sandbox's empty /tmp; the fork server
+    # empties /tmp after every runner and used to end (and be started anew, 3-8 s) because that bind could not go.
+    import zygote
+
+    shared = tmp_path / "tmp"
+    course = shared / "clone" / "main" / ".venv"
+    (course / "lib").mkdir(parents=True)
+    (course / "lib" / "site.py").write_text("kept")
+    (shared / "clone" / "main" / "planted.txt").write_text("on the way to the bind: removed")
+    (shared / "clone" / "sibling").mkdir()
+    (shared / "clone" / "sibling" / "x").write_text("removed")
+    (shared / "deep" / "a" / "b").mkdir(parents=True)
+    (shared / "deep" / "a").chmod(0o000)  # a folder the runner made unreadable
+    (shared / "link").symlink_to(course / "lib" / "site.py")
+    left = zygote.empty_folder(str(shared), frozenset({str(course)}))
+    assert left == []
+    assert (course / "lib" / "site.py").read_text() == "kept"
+    assert sorted(p.relative_to(shared).as_posix() for p in shared.rglob("*") if course not in p.parents) == \
+        ["clone", "clone/main", "clone/main/.venv"]
+    # without the bind named, what cannot go is reported (here: nothing stops removal, so all goes)
+    assert zygote.empty_folder(str(shared), frozenset()) == [] and list(shared.iterdir()) == []

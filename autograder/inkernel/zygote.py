@@ -191,26 +191,49 @@ def clean_shared(child: int, folders: list[str], kill_all: bool) -> list[str]:
     return [path for folder in folders for path in empty_folder(folder)]
 
 
-def empty_folder(folder: str) -> list[str]:
+# The sandbox's read-only binds that lie inside a shared folder (a course cloned under /tmp: its venv and code are
+# bound at the same path inside the sandbox's empty /tmp): never removed, and the folders that hold them are
+# emptied around them, or the fork server would end after every runner (main sets it from --keep).
+KEEP: frozenset[str] = frozenset()
+
+
+def empty_folder(folder: str, keep: frozenset[str] | None = None) -> list[str]:
     """Remove what is in ``folder``, links never followed; folders the runner made unreadable or unwritable are
-    made writable again first. Returns what is still there (the fork server then ends, and its sandbox is made anew)."""
+    made writable again first; the paths in ``keep`` (default KEEP) and the folders on the way to them stay.
+    Returns what is still there besides them (the fork server then ends, and its sandbox is made anew)."""
+    keep = KEEP if keep is None else keep
+    kept = {os.path.normpath(path) for path in keep}
+    holding = {os.path.dirname(path) for path in kept}  # the folders on the way to a kept path, up to the root
+    while any(os.path.dirname(path) not in holding and path != os.path.dirname(path) for path in holding):
+        holding |= {os.path.dirname(path) for path in holding}
     pending = [folder]
     while pending:  # no recursion: a tree may be thousands of folders deep
         try:
             with os.scandir(pending.pop()) as entries:
                 for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        os.chmod(entry.path, 0o700)
+                    if entry.is_dir(follow_symlinks=False) and entry.path not in kept:
+                        if entry.path not in holding:
+                            os.chmod(entry.path, 0o700)
                         pending.append(entry.path)
         except OSError:
             pass
-    for name in os.listdir(folder) if os.path.isdir(folder) else []:
-        path = os.path.join(folder, name)
-        try:
-            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
-        except (OSError, RecursionError):
-            pass
-    return [os.path.join(folder, name) for name in os.listdir(folder)] if os.path.isdir(folder) else []
+    left, folders = [], [folder]
+    while folders:  # the folder itself, then the folders on the way to a kept path (as deep as the path)
+        current = folders.pop()
+        for name in os.listdir(current) if os.path.isdir(current) else []:
+            path = os.path.join(current, name)
+            if path in kept:
+                continue
+            if path in holding and os.path.isdir(path) and not os.path.islink(path):
+                folders.append(path)
+                continue
+            try:
+                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+            except (OSError, RecursionError):
+                pass
+            if os.path.lexists(path):
+                left.append(path)
+    return left
 
 
 def send(control: socket.socket, message: dict) -> None:
@@ -294,6 +317,8 @@ def main() -> None:
     except Exception:  # noqa: BLE001
         pass
     send(control, {"event": "ready", "preload_seconds": seconds, "pid": os.getpid(), "threads": threads()})
+    global KEEP
+    KEEP = frozenset(os.path.normpath(p) for p in args.get("--keep", "").split(os.pathsep) if p)
     serve(control, [p for p in args.get("--clean", "").split(os.pathsep) if p], args.get("--kill-all") == "1")
 
 
