@@ -189,8 +189,11 @@ def test_a_student_that_sleeps_or_blocks_is_stopped_at_the_limit(sandbox):
         execution, nb = execute(sandbox, cells, tests={3}, answer_names=["nap"], limit=2)
     assert execution.timed_out == [0, 1, 3] and execution.replies[4] == "ok", execution.problems
     for index in (0, 1, 3):
-        # (the wall time includes ending the cell: killing `sleep`, the traceback, on a third of a CPU)
-        assert 2 <= execution.cell_time[index]["wall_s"] < 3, (index, execution.cell_time[index])
+        # Stopped at the limit, not at the backstop (3 × 2 s): the wall time includes ending the cell (killing
+        # `sleep`, the traceback) on a third of a CPU, which took up to 1.1 s beside the suite's other worker
+        # (wall 3.12 s, own 2.36 s in a fresh clone's run)
+        time = execution.cell_time[index]
+        assert 2 <= time["wall_s"] < 4 and time["own_s"] < 3, (index, time)
 
 
 FORGED_WAITS = {
