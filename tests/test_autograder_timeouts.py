@@ -219,7 +219,11 @@ def claim_a_wait(sandbox, limit: float, backstop: float) -> dict:
             assert execution.replies.get(2) == "ok" or any("did not answer its interrupt" in p for p in execution.problems)
             cell = execution.cell_time[1]
             if execution.peer_time:  # (a kernel without scheduler statistics credits nothing at all)
-                assert 1 not in execution.backstopped, (name, cell, texts(nb, 1))
+                # stopped at the limit, unless the waits really had (the student's, credited, and the test kernel's
+                # own) put the limit's moment past the backstop's: then the backstop comes first, as it should
+                # (a fresh clone's busy suite: 1.5 s credited and 0.35 s waited, limit 2 s, backstop 4 s)
+                late = limit + cell["credit_s"] + cell["waited_s"] >= limit * backstop - 0.6
+                assert 1 not in execution.backstopped or late, (name, cell, texts(nb, 1))
                 # credited: only the wait the student's runner really had on a busy machine (the claim: the whole call)
                 assert cell["own_s"] >= limit - 0.05 and cell["credit_s"] < 0.5 * cell["wall_s"], (name, cell)
             assert cell["wall_s"] < limit * backstop + 0.5, (name, cell)
