@@ -24,6 +24,7 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
 PRELOAD = ("IPython.core.interactiveshell", "IPython.core.displayhook", "IPython.core.displaypub", "comm",
            "matplotlib_inline.backend_inline", "numpy", "matplotlib", "matplotlib.pyplot", "torch", "seqlab",
@@ -203,9 +204,7 @@ def empty_folder(folder: str, keep: frozenset[str] | None = None) -> list[str]:
     Returns what is still there besides them (the fork server then ends, and its sandbox is made anew)."""
     keep = KEEP if keep is None else keep
     kept = {os.path.normpath(path) for path in keep}
-    holding = {os.path.dirname(path) for path in kept}  # the folders on the way to a kept path, up to the root
-    while any(os.path.dirname(path) not in holding and path != os.path.dirname(path) for path in holding):
-        holding |= {os.path.dirname(path) for path in holding}
+    holding = {str(parent) for path in kept for parent in Path(path).parents}  # the folders on the way to a kept path
     pending = [folder]
     while pending:  # no recursion: a tree may be thousands of folders deep
         try:
