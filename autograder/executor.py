@@ -163,11 +163,14 @@ def start_runners(sandbox: Sandbox, plan: Plan) -> tuple[Side, Side]:
     budget = sandbox.limits.output_bytes
     try:
         backstop = sandbox.limits.backstop
-        sandbox.student.fork({"side": "s", "output_bytes": budget, "backstop": backstop}, s_theirs, peer_s)
+        figures = sandbox.limits.figures
+        sandbox.student.fork({"side": "s", "output_bytes": budget, "backstop": backstop, "figures": figures}, s_theirs,
+                             peer_s)
         watch = sandbox.student.open_schedstat()  # the student's run-queue wait, for the test kernel's clock
         try:
             sandbox.trusted.fork({"side": "t", "output_bytes": budget, "answer_names": plan.answer_names,
-                                  "classes": plan.classes, "backstop": backstop}, t_theirs, peer_t, watch)
+                                  "classes": plan.classes, "backstop": backstop, "figures": figures}, t_theirs, peer_t,
+                                 watch)
         finally:
             if watch is not None:
                 os.close(watch)

@@ -308,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backstop", type=float, default=3.0,
                         help="wall time beyond BACKSTOP x the cell timeout always stops a cell (default 3)")
     parser.add_argument("--notebook-timeout", type=int, default=600)
+    parser.add_argument("--figures", action="store_true",
+                        help="draw matplotlib figures into the autograded notebooks and feedback, as nbgrader does (no "
+                             "test reads them; drawing them costs a chapter 1-2.4 s a notebook)")
     parser.add_argument("--regrade", action="store_true", help="grade everything again, even unchanged submissions")
     parser.add_argument("--allow-unsandboxed", action="store_true",
                         help="grade even without bubblewrap: submitted code then runs with YOUR permissions")
@@ -394,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.regrade or not up_to_date(out, submission, version):
                 jobs.append((str(submission), chapter, student_dir.name, str(out)))
     limits = Limits(cell_timeout=args.cell_timeout, backstop=max(1.0, args.backstop), notebook_timeout=args.notebook_timeout,
-                    memory_bytes=int(args.memory_gb * 2**30))
+                    memory_bytes=int(args.memory_gb * 2**30), figures=args.figures)
     if not on_dask:
         print(f"grade: {len(results_dirs)} submissions, {len(jobs)} to grade, {args.jobs} parallel sandbox(es)"
               f"{'' if sandboxed else ' (UNSANDBOXED)'}", file=sys.stderr)

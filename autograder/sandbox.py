@@ -56,6 +56,10 @@ class Limits:
     scratch_bytes: int = 256 * 2**20  # the submission's working folder (a tmpfs)
     tmp_bytes: int = 256 * 2**20  # /tmp (a tmpfs)
     shm_bytes: int = 64 * 2**20  # /dev/shm (a tmpfs)
+    # matplotlib figures drawn as PNGs, as nbgrader's kernels draw them. No test reads a figure, and drawing and laying
+    # them out was 0.6-2.7 s of a notebook's 3-7 s of grading (autograder/README.md, Speed): off, a figure's output is
+    # the line "[a figure with 2 axes: not drawn while grading]"; grade.py --figures draws them.
+    figures: bool = False
 
     def for_kernel(self) -> dict:
         return {"memory_bytes": self.memory_bytes, "cpu_seconds": self.cpu_seconds, "file_bytes": self.file_bytes}

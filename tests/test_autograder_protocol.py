@@ -921,3 +921,35 @@ def test_emptying_a_shared_folder_keeps_the_binds_inside_it_and_removes_all_else
         ["clone", "clone/main", "clone/main/.venv"]
     # without the bind named, what cannot go is reported (here: nothing stops removal, so all goes)
     assert zygote.empty_folder(str(shared), frozenset()) == [] and list(shared.iterdir()) == []
+
+
+FIGURE_CELLS = ["""
+import matplotlib.pyplot as plt
+fig, axes = plt.subplots(1, 2)
+axes[0].plot([0, 1], [1, 0]); axes[0].set_title("a title as long as the figure is wide, to be laid out")
+fig.tight_layout()
+print("left margin", round(fig.subplotpars.left, 3))
+""", "%matplotlib inline\nfig"]
+
+
+@pytest.mark.slow
+def test_figures_are_drawn_only_when_asked_and_otherwise_said_to_be_left_out(sandbox, tmp_path):
+    # Limits.figures off (grade.py's default): no PNG, a line that names the figure instead, also after the cell's own
+    # `%matplotlib inline`; tight_layout (which draws the text to measure it) does nothing
+    execution, nb = execute(sandbox, FIGURE_CELLS)
+    assert execution.replies == {0: "ok", 1: "ok"}, texts(nb, 0)
+    outputs = [o for cell in nb.cells for o in cell.outputs]
+    assert not any("image/png" in o.get("data", {}) for o in outputs), outputs
+    shown = [o["data"]["text/plain"] for o in outputs if "text/plain" in o.get("data", {})]
+    assert shown.count("[a figure with 2 axes: not drawn while grading]") == 2, shown  # at the cell's end, and `fig`
+    assert "left margin 0.125" in texts(nb, 0)  # matplotlib's default: not laid out
+    # --figures: drawn and laid out as in nbgrader's kernel
+    drawing = Sandbox(tmp_path / "drawing", dataclasses.replace(sandbox.limits, figures=True), sandboxed=sandbox.sandboxed)
+    drawing.start()
+    try:
+        execution, nb = execute(drawing, FIGURE_CELLS)
+    finally:
+        drawing.close()
+    assert execution.replies == {0: "ok", 1: "ok"}, texts(nb, 0)
+    assert sum("image/png" in o.get("data", {}) for cell in nb.cells for o in cell.outputs) == 2
+    assert "left margin 0.125" not in texts(nb, 0), texts(nb, 0)

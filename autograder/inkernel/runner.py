@@ -171,6 +171,12 @@ def make_shell(outputs_ref):
     return shell
 
 
+def describe_figure(figure) -> str:
+    """"a figure with 2 axes", without drawing it."""
+    axes = len(figure.axes)
+    return f"a figure with {axes} ax{'es' if axes != 1 else 'is'}"
+
+
 def screen_bound(values, asked: set[str], may_bind, may_be_handle, course_classes=()) -> tuple[dict, list[str]]:
     """What the trusted runner takes of the student kernel's answer to "bind", and what was wrong with that answer.
 
@@ -240,6 +246,14 @@ class Runner:
 
         comm.create_comm = lambda *args, **kwargs: comm.DummyComm(*args, **kwargs)
         self.shell.run_cell("%matplotlib inline", store_history=False, silent=True)
+        if not config.get("figures", True):  # no PNG of a figure (Limits.figures), a line that says so instead; a
+            from matplotlib.figure import Figure  # later `%matplotlib inline` keeps the formats set here
+            from matplotlib_inline.config import InlineBackend
+
+            InlineBackend.instance().figure_formats = set()
+            self.shell.display_formatter.formatters["text/plain"].for_type(
+                Figure, lambda figure, printer, cycle: printer.text(f"[{describe_figure(figure)}: not drawn while grading]"))
+            Figure.tight_layout = lambda figure, *args, **kwargs: None  # it measures the drawn text: nothing to fit
         self.outputs_ref[0] = Outputs(self.total_output_budget)
 
     # -- names ---------------------------------------------------------------------------------------
