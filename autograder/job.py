@@ -32,6 +32,7 @@ import json
 import os
 import re
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -390,6 +391,7 @@ def write_result(out: Path, result: dict) -> None:
 
 def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox: Sandbox, feedback: bool = True) -> dict:
     """Grade one submission folder against one chapter's sources; write out/result.json; return it."""
+    started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     result = {"version": RESULT_VERSION, "student": student, "chapter": source_dir.name,
               "course_version": course_version(source_dir), "submission_hash": submission_hash(submission),
@@ -421,6 +423,7 @@ def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox
     scores = [c for n in result["notebooks"].values() for c in n["cells"].values()]
     result["score"] = sum(c["auto_score"] or 0 for c in scores)
     result["max_score"] = sum(c["max_score"] for c in scores)
+    result["seconds"] = round(time.perf_counter() - started, 3)  # the whole job, feedback included (benchmark.py)
     write_result(out, result)
     return result
 
