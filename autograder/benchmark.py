@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapter", action="append", help="a chapter to include (repeatable; default: every chapter)")
     parser.add_argument("--cluster", help="also grade on a local Dask cluster (local:N) and compare with the pool")
     parser.add_argument("--scheduler", help="also grade on the Dask cluster of this scheduler and compare with the pool")
+    parser.add_argument("--figures", action="store_true", help="this tool draws the figures too (grade.py --figures), "
+                                                                 "as nbgrader's kernels do")
     parser.add_argument("--pool-jobs", type=int, help="the pool's sandboxes when comparing with Dask (default: N x --jobs "
                                                       "for --cluster local:N, else --jobs)")
     args = parser.parse_args(argv)
@@ -115,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp)
         kinds = build_batch(tmp / "batch", args.students, chapters())
         notebooks = len(kinds) * len(chapters())
-        figures: dict = {"students": len(kinds), "chapters": chapters(), "notebooks": notebooks, "cores": os.cpu_count()}
+        figures: dict = {"students": len(kinds), "chapters": chapters(), "notebooks": notebooks, "cores": os.cpu_count(),
+                         "figures_drawn": args.figures}
 
         dask = ["--cluster", args.cluster] if args.cluster else ["--scheduler", args.scheduler] if args.scheduler else []
         pool_jobs = args.pool_jobs or (args.jobs * int(args.cluster.split(":")[1]) if args.cluster else args.jobs)
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(tmp / "batch" / "submitted", ours / "submitted")
         start = time.perf_counter()
         done = subprocess.run([sys.executable, str(HERE / "grade.py"), str(ours), "--jobs", str(pool_jobs if dask else args.jobs),
-                               "--no-progress", *[f"--chapter={c}" for c in chapters()]],
+                               "--no-progress", *[f"--chapter={c}" for c in chapters()], *(["--figures"] if args.figures else [])],
                               env=env(), capture_output=True, text=True)
         figures["this_tool_s"] = round(time.perf_counter() - start, 1)
         if done.returncode != 0:
