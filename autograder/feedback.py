@@ -178,15 +178,17 @@ class FeedbackExporter(HTMLExporter):
     text and JupyterLab-template cells a tabindex. nbgrader's feedback template is the classic one, without such
     cells; images get their alt text here."""
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.highlighters: dict[str, RememberedHighlight] = {}  # one per lexer, kept with the exporter
+
     def from_notebook_node(self, nb, resources=None, **kw):
         language = nb.metadata.get("language_info", {})
         lexer = language.get("pygments_lexer", language.get("name"))
         resources = self._init_resources(resources)
-        if "highlight_code" not in self.filters:
-            highlighters = self.__dict__.setdefault("highlighters", {})  # one per lexer, kept with the exporter
-            if lexer not in highlighters:
-                highlighters[lexer] = RememberedHighlight(pygments_lexer=lexer, parent=self)
-            self.register_filter("highlight_code", highlighters[lexer])
+        if lexer not in self.highlighters:
+            self.highlighters[lexer] = RememberedHighlight(pygments_lexer=lexer, parent=self)
+        self.register_filter("highlight_code", self.filters.get("highlight_code", self.highlighters[lexer]))
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self,
                                                                        resources=resources))
         page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)

@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebook-timeout", type=int, default=600)
     parser.add_argument("--figures", action="store_true",
                         help="draw matplotlib figures into the autograded notebooks and feedback, as nbgrader does (no "
-                             "test reads them; drawing them costs a chapter 1-2.4 s a notebook)")
+                             "test reads them; drawing and laying them out cost a notebook 0.6-2.7 s)")
     parser.add_argument("--regrade", action="store_true", help="grade everything again, even unchanged submissions")
     parser.add_argument("--allow-unsandboxed", action="store_true",
                         help="grade even without bubblewrap: submitted code then runs with YOUR permissions")
