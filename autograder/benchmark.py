@@ -122,10 +122,11 @@ def main(argv: list[str] | None = None) -> int:
 
         dask = ["--cluster", args.cluster] if args.cluster else ["--scheduler", args.scheduler] if args.scheduler else []
         pool_jobs = args.pool_jobs or (args.jobs * int(args.cluster.split(":")[1]) if args.cluster else args.jobs)
+        slots = pool_jobs if dask else args.jobs  # the pool's job slots in this tool's timed run
         ours = make_workspace(tmp / "ours")
         shutil.copytree(tmp / "batch" / "submitted", ours / "submitted")
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, str(HERE / "grade.py"), str(ours), "--jobs", str(pool_jobs if dask else args.jobs),
+        done = subprocess.run([sys.executable, str(HERE / "grade.py"), str(ours), "--jobs", str(slots),
                                "--no-progress", *[f"--chapter={c}" for c in chapters()], *(["--figures"] if args.figures else [])],
                               env=env(), capture_output=True, text=True)
         figures["this_tool_s"] = round(time.perf_counter() - start, 1)
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         for result in results:  # a chapter's share of this tool's wall time: its jobs' seconds over the job slots
             entry = per_chapter.setdefault(result["chapter"], {"notebooks": 0, "this_tool_s": 0.0})
             entry["notebooks"] += len(result["notebooks"])
-            entry["this_tool_s"] += result.get("seconds", 0.0) / (pool_jobs if dask else args.jobs)
+            entry["this_tool_s"] += result.get("seconds", 0.0) / slots
         figures["per_chapter"] = {c: {**e, "this_tool_s": round(e["this_tool_s"], 1)} for c, e in sorted(per_chapter.items())}
 
         if dask:
