@@ -8,28 +8,39 @@ what the trusted side reported: a test that failed in its hidden part shows only
 test failed" (never its message, inputs or traceback), and what the student's cells printed
 after the first graded test is left out (the student's code has seen hidden inputs by then).
 `sanitize` (applied to the autograded notebook before it is written, so to feedback too) keeps no
-script, event handler or active content from what the student wrote or what ran: outputs lose
-JavaScript, SVG and widget views, and their HTML passes an allow-list; a markdown cell that is not
-the course's own is rendered and cleaned the same way. Scores come from the job's result, so
+script, event handler or active content from what the student wrote or what ran, by rebuilding every
+cell and output from an allow-list: outputs lose JavaScript, SVG and widget views, their HTML passes
+an allow-list (no class, no data: or javascript: link) and their metadata keeps only an image's size
+(positive numbers) and flags; cells keep only nbgrader's checked fields and tags; the notebook keeps
+only its kernel's and language's names. A markdown cell that is not the course's own is rendered
+once, cleaned and kept as a raw HTML cell, so that no markdown pass runs over the cleaned HTML again.
+Long cells are cut and shown without colours, and a page not made in FEEDBACK_SECONDS is a plain one.
+Scores come from the job's result, so
 feedback needs no gradebook and is made in parallel by the workers; after manual grading,
 `nbgrader generate_feedback` remakes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import html
 import os
 import re
+import signal
+import threading
+import time
 
 import bleach
 from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.ansi import ansi2html
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.filters.markdown import markdown2html_mistune
+import nbformat
 from nbformat import NotebookNode
-from nbformat.v4 import new_markdown_cell, new_output
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_output, new_raw_cell
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from traitlets.config import Config
@@ -95,81 +106,305 @@ def plain_feedback(entry: dict, student: str, chapter: str, notebook: str) -> st
             f"<table>{rows}</table><ul>{notes}</ul></body></html>")
 
 
-# Outputs a browser shows as they are, with nothing active in them; every other kind (JavaScript, SVG, widget views,
-# anything unknown) is dropped, and HTML and markdown pass the allow-list below.
+# What a student's notebook may carry into a page, by allow-list: a page (the feedback, or the autograded notebook as
+# formgrader renders it with nbconvert's classic template) writes some metadata unquoted (an image's width and height)
+# and renders markdown and raw cells again, so everything is rebuilt from what is known here and nothing else is kept.
+# Outputs: these kinds as they are (checked: base64 images, JSON values); HTML through the allow-list below; markdown
+# rendered once and kept as HTML; every other kind (JavaScript, SVG, widget views, anything unknown) dropped.
 SAFE_OUTPUTS = {"text/plain", "text/latex", "image/png", "image/jpeg", "image/gif", "application/json"}
-CLEANED_OUTPUTS = {"text/html", "text/markdown"}
+CLEANED_OUTPUTS = {"text/html"}
+IMAGES = {"image/png", "image/jpeg", "image/gif"}
+BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 SAFE_TAGS = {"a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em", "h1", "h2",
              "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "span", "strong", "sub",
              "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul"}
+# No class (the page's own CSS would dress a student's text as a score banner), style, id or name; no data: URL (an
+# image of the student's own is a PNG output, not an inline picture in HTML).
 SAFE_ATTRIBUTES = {"a": ["href", "title"], "abbr": ["title"], "img": ["src", "alt", "title", "width", "height"],
-                   "td": ["colspan", "rowspan", "align"], "th": ["colspan", "rowspan", "align"], "span": ["class"],
-                   "div": ["class"], "code": ["class"], "table": ["class"]}
-SAFE_PROTOCOLS = {"http", "https", "mailto", "data"}  # bleach allows data: only as an image's inline picture
+                   "td": ["colspan", "rowspan", "align"], "th": ["colspan", "rowspan", "align"]}
+SAFE_PROTOCOLS = {"http", "https", "mailto"}
+# Sizes: cleaning HTML costs about 3.5 s a MB, here and again where the page is rendered (nbconvert cleans raw cells).
+CLEAN_CHARS = 100_000  # a student's markdown cell or HTML output longer than this is shown as text, cut here
+CLEAN_BUDGET = 1_000_000  # characters of a student's HTML and markdown per notebook; after that, a note only
+NOT_SHOWN = "[{what} of {size:,d} characters was not shown here: the notebook's room for such text was used up]"
 
 
 def clean_html(text: str) -> str:
-    """HTML with only the allow-list's tags and attributes; anything else is shown as text, never run."""
-    def allowed(tag: str, name: str, value: str) -> bool:
-        if name == "src" and value.strip().lower().startswith("data:"):
-            return tag == "img" and value.strip().lower().startswith(("data:image/png", "data:image/jpeg", "data:image/gif"))
-        return name in SAFE_ATTRIBUTES.get(tag, [])
+    """HTML with only the allow-list's tags, attributes and link protocols; anything else is shown as text, never run."""
+    return bleach.clean(text, tags=SAFE_TAGS, attributes=SAFE_ATTRIBUTES, protocols=SAFE_PROTOCOLS, strip=False,
+                        strip_comments=True)
 
-    return bleach.clean(text, tags=SAFE_TAGS, attributes=allowed, protocols=SAFE_PROTOCOLS, strip=False, strip_comments=True)
+
+def _text(value) -> str:
+    if isinstance(value, str):
+        return value
+    return "".join(v for v in value if isinstance(v, str)) if isinstance(value, list) else ""
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[{len(text) - limit:,d} more characters not shown]"
+
+
+class Room:
+    """What is left of a notebook's CLEAN_BUDGET."""
+
+    def __init__(self):
+        self.left = CLEAN_BUDGET
+
+    def html(self, text: str, what: str, markdown: bool = False) -> str | None:
+        """``text`` (HTML, or markdown rendered once) cleaned; a long one as escaped text; None once the room is gone."""
+        if self.left <= 0:
+            return None
+        self.left -= min(len(text), CLEAN_CHARS)
+        if len(text) > CLEAN_CHARS:
+            return f"<pre>{html.escape(_cut(text, CLEAN_CHARS))}</pre><p><em>[{what} was too long to render]</em></p>"
+        return clean_html(markdown2html_mistune(text) if markdown else text)
+
+
+# Cell and output metadata a page may read, each with its check; every other key is dropped. (nbgrader's grade_id is
+# written into pages unescaped and unquoted: only the course's kind of ids; score and comment come from the gradebook.)
+WORD = re.compile(r"[A-Za-z0-9_-]{1,200}")
+NBGRADER_FIELDS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "schema_version": int,
+                   "points": "number", "grade_id": WORD, "checksum": re.compile(r"[0-9a-f]{1,128}"),
+                   "cell_type": re.compile(r"code|markdown|raw")}
+LANGUAGE_FIELDS = {"name", "version", "pygments_lexer", "file_extension", "mimetype", "nbconvert_exporter"}
+IMAGE_FIELDS = {"width": "size", "height": "size", "unconfined": bool, "needs_background": re.compile(r"light|dark")}
+
+
+def _checked(value, check):
+    """``value`` if it passes ``check`` (a type, a pattern it must match whole, "number" or "size"), else None."""
+    if check is bool or check is int:
+        return value if type(value) is check else None
+    if isinstance(check, re.Pattern):
+        return value if isinstance(value, str) and check.fullmatch(value) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        return None
+    if check == "size":  # an image's width or height, in pixels
+        return value if 0 < value <= 100_000 else None
+    return value if value >= 0 else None
+
+
+def _fields(given, checks: dict) -> dict:
+    if not isinstance(given, dict):
+        return {}
+    kept = {key: _checked(given.get(key), check) for key, check in checks.items() if key in given}
+    return {key: value for key, value in kept.items() if value is not None}
+
+
+def cell_metadata(metadata) -> dict:
+    """The cell metadata a page or nbgrader reads, checked: nbgrader's fields, tags, whether it is collapsed."""
+    metadata = metadata if isinstance(metadata, dict) else {}
+    kept = {}
+    grading = _fields(metadata.get("nbgrader"), NBGRADER_FIELDS)
+    if grading:
+        kept["nbgrader"] = grading
+    tags = metadata.get("tags")
+    if isinstance(tags, list) and all(isinstance(t, str) and WORD.fullmatch(t) for t in tags):
+        kept["tags"] = list(tags)[:50]
+    view = _fields(metadata.get("jupyter"), {"source_hidden": bool, "outputs_hidden": bool})
+    if view:
+        kept["jupyter"] = view
+    kept.update(_fields(metadata, {"collapsed": bool, "editable": bool, "deletable": bool}))
+    return kept
+
+
+def notebook_metadata(metadata) -> dict:
+    """The kernel's and the language's names (the language picks the highlighter); nothing else (no widget state,
+    no title)."""
+    metadata = metadata if isinstance(metadata, dict) else {}
+    name = re.compile(r"[\w .+()-]{1,100}")
+    kept = {}
+    kernel = _fields(metadata.get("kernelspec"), {"name": name, "display_name": name, "language": name})
+    if kernel:
+        kept["kernelspec"] = kernel
+    language = _fields(metadata.get("language_info"), {field: name for field in LANGUAGE_FIELDS})
+    if language:
+        kept["language_info"] = language
+    return kept
+
+
+def output_metadata(metadata, kinds) -> dict:
+    """An image's size (positive numbers), whether it is unconfined and its background: per kind or for the output."""
+    kept = _fields(metadata, IMAGE_FIELDS)
+    for kind in kinds & IMAGES:
+        fields = _fields(metadata.get(kind) if isinstance(metadata, dict) else None, IMAGE_FIELDS)
+        if fields:
+            kept[kind] = fields
+    return kept
+
+
+def clean_output(output, room: Room) -> NotebookNode | None:
+    """The output rebuilt from what a page may show (None: nothing of it may be shown)."""
+    if not isinstance(output, dict):
+        return None
+    kind = output.get("output_type")
+    if kind == "stream":
+        name = output.get("name") if output.get("name") in ("stdout", "stderr") else "stdout"
+        return new_output("stream", name=name, text=_text(output.get("text", "")))
+    if kind == "error":
+        trace = output.get("traceback") if isinstance(output.get("traceback"), list) else []
+        return new_output("error", ename=_text(output.get("ename", "Error"))[:200] or "Error",
+                          evalue=_text(output.get("evalue", ""))[:4000], traceback=[_text(t)[:2000] for t in trace[-40:]])
+    if kind not in ("display_data", "execute_result") or not isinstance(output.get("data"), dict):
+        return None
+    given, data = output["data"], {}
+    for key in SAFE_OUTPUTS & set(given):
+        value = given[key]
+        if key == "application/json":
+            if isinstance(value, (dict, list)):
+                data[key] = value
+        elif key in IMAGES:
+            if _text(value) and BASE64.fullmatch(_text(value)):
+                data[key] = _text(value)
+        else:
+            data[key] = _text(value)
+    if "text/html" in given or "text/markdown" in given:
+        markdown = "text/html" not in given  # markdown is rendered here, once, and kept as HTML
+        text = _text(given["text/markdown" if markdown else "text/html"])
+        cleaned = room.html(text, "this output", markdown=markdown)
+        if cleaned is not None:
+            data["text/html"] = cleaned
+        elif "text/plain" not in data:
+            data["text/plain"] = NOT_SHOWN.format(what="an HTML output", size=len(text))
+    if not data:
+        data["text/plain"] = "[an output that could run code in a browser was left out]"
+    metadata = output_metadata(output.get("metadata"), set(data))
+    if kind == "execute_result":
+        count = output.get("execution_count")
+        return new_output(kind, data=data, metadata=metadata, execution_count=count if type(count) is int else None)
+    return new_output(kind, data=data, metadata=metadata)
+
+
+def as_html_cell(text: str, metadata: dict) -> NotebookNode:
+    """A raw cell that nbconvert writes into the page as HTML, once (a markdown cell would be rendered again, and
+    markdown makes links of text that cleaning leaves alone)."""
+    return new_raw_cell(text, metadata={**metadata, "raw_mimetype": "text/html"})
 
 
 def sanitize(nb: NotebookNode, course_markdown: frozenset[str] = frozenset()) -> NotebookNode:
     """Nothing active from the student's side survives (in place; returns ``nb``): see the module's notes.
 
-    ``course_markdown``: the sources of the chapter's own markdown cells, which are shown as they are."""
+    ``course_markdown``: the sources of the chapter's own markdown cells, which are shown as they are. A markdown cell
+    of the student's own (or a course cell the student edited) becomes a raw HTML cell: rendered here, cleaned, and
+    written into a page once; formgrader shows it, and no markdown pass runs over it again."""
+    room = Room()
+    cells = []
     for cell in nb.cells:
-        if cell.cell_type == "markdown" and cell.source not in course_markdown:
-            cell.source = clean_html(markdown2html_mistune(cell.source))
-            cell.pop("attachments", None)
-        elif cell.cell_type == "raw":
-            cell.source = clean_html(cell.source)
-        elif cell.cell_type == "code":
-            for output in cell.get("outputs", []):
-                if output.get("output_type") not in ("display_data", "execute_result"):
-                    continue
-                data = output.get("data", {})
-                for kind in list(data):
-                    if kind in CLEANED_OUTPUTS:
-                        text = data[kind] if isinstance(data[kind], str) else "".join(data[kind])
-                        data[kind] = clean_html(markdown2html_mistune(text) if kind == "text/markdown" else text)
-                    elif kind not in SAFE_OUTPUTS:
-                        del data[kind]
-                if not data:
-                    data["text/plain"] = "[an output that could run code in a browser was left out]"
+        source = _text(cell.get("source", ""))
+        metadata = cell_metadata(cell.get("metadata"))
+        kind = cell.get("cell_type")
+        if kind == "markdown" and source in course_markdown:
+            cells.append(new_markdown_cell(source, metadata=metadata))
+        elif kind in ("markdown", "raw"):
+            what = "a markdown cell" if kind == "markdown" else "a raw cell"
+            cleaned = room.html(source, what, markdown=kind == "markdown")
+            cells.append(as_html_cell(NOT_SHOWN.format(what=what.capitalize(), size=len(source)) if cleaned is None
+                                      else cleaned, metadata))
+        elif kind == "code":
+            outputs = [clean_output(o, room) for o in cell.get("outputs", []) if isinstance(cell.get("outputs"), list)]
+            count = cell.get("execution_count")
+            cells.append(new_code_cell(source, metadata=metadata, outputs=[o for o in outputs if o is not None],
+                                       execution_count=count if type(count) is int else None))
+    if nb.get("nbformat_minor", 0) < 5:  # cell ids came with 4.5; otherwise each keeps the fresh one made here
+        for cell in cells:
+            cell.pop("id", None)
+    nb.cells = cells
+    nb.metadata = nbformat.from_dict(notebook_metadata(nb.get("metadata")))
     return nb
 
 
 @functools.lru_cache(maxsize=16)
 def course_markdown(source: str) -> frozenset[str]:
     """The markdown cells of a chapter's source notebook (a path), as the course wrote them."""
-    import nbformat
-
     return frozenset(c.source for c in nbformat.read(source, as_version=4).cells if c.cell_type == "markdown")
+
+
+# How much of a notebook's code a feedback page shows and colours: pygments takes about 4.4 s a MB (a 1 MB cell took 98 s
+# and made a 25 MB page before these limits); a chapter's own code is 56,000-103,000 characters, its longest cell 12,849.
+HIGHLIGHT_CHARS = 20_000  # a longer cell is shown without colours
+HIGHLIGHT_BUDGET = 400_000  # characters coloured per page; after that, cells are shown without colours
+SHOWN_CHARS = 100_000  # a longer cell is cut in the feedback page, with a note (the autograded notebook keeps it whole)
+SHOWN_BUDGET = 2_000_000  # characters of code per page; after that, a cell shows a note only
+REMEMBER_CHARS = 16_000  # only cells this short are remembered for the next page
+REMEMBERED_MOST = 8_000_000  # characters of remembered pages; then the memory starts again
+FEEDBACK_SECONDS = 30  # a page not made by then becomes a plain page (scores and notes) with the reason
+
+
+class FeedbackTooSlow(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Yield the deadline; past it, FeedbackTooSlow is raised by the page's own checks (every highlighted cell and
+    output) and, where this is the main thread and SIGALRM is free, by an alarm wherever the work is."""
+    deadline = time.monotonic() + seconds
+    armed = (threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+             and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None) and not signal.getitimer(signal.ITIMER_REAL)[0])
+    if armed:
+        def stop(signum, frame):
+            raise FeedbackTooSlow()
+
+        signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield deadline
+    finally:
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+def _before(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise FeedbackTooSlow()
 
 
 class RememberedHighlight(Highlight2HTML):
     """Highlight2HTML that keeps what it made: a chapter's given and test cells read the same in every submission,
-    and pygments took 60% of a feedback page's 0.2 s."""
-
-    MOST = 4096  # cells remembered; then it starts again
+    and pygments took 60% of a feedback page's 0.2 s. Only short cells are remembered, and a page colours at most
+    HIGHLIGHT_BUDGET characters, no cell longer than HIGHLIGHT_CHARS (those are shown as plain text)."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.made: dict[tuple, str] = {}
+        self.remembered = 0
+        self.begin_page(float("inf"))
+
+    def begin_page(self, deadline: float) -> None:
+        self.left, self.deadline = HIGHLIGHT_BUDGET, deadline
 
     def __call__(self, source, language=None, metadata=None):
+        _before(self.deadline)
         key = (source, language, (metadata or {}).get("magics_language"))
         page = self.made.get(key)
-        if page is None:
-            if len(self.made) >= self.MOST:
+        if page is not None:
+            return page
+        if len(source) > HIGHLIGHT_CHARS or len(source) > self.left:
+            return f'<div class=" highlight hl-{html.escape(str(self.pygments_lexer))}"><pre>{html.escape(source)}</pre></div>\n'
+        self.left -= len(source)
+        page = super().__call__(source, language, metadata)
+        if len(source) <= REMEMBER_CHARS:
+            if self.remembered + len(page) > REMEMBERED_MOST:
                 self.made.clear()
-            page = self.made[key] = super().__call__(source, language, metadata)
+                self.remembered = 0
+            self.made[key] = page
+            self.remembered += len(page)
         return page
+
+
+def shown_in_feedback(nb: NotebookNode) -> None:
+    """Long cells cut, with a note, within the page's SHOWN_BUDGET (in place: a copy of the notebook)."""
+    left = SHOWN_BUDGET
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        size = len(cell.source)
+        shown = max(0, min(size, SHOWN_CHARS, left))
+        left -= shown
+        if shown < size:
+            cell.source = (cell.source[:shown] + f"\n# [feedback shows {shown:,d} of this cell's {size:,d} characters; "
+                           "the autograded notebook keeps them all]")
 
 
 class FeedbackExporter(HTMLExporter):
@@ -182,13 +417,15 @@ class FeedbackExporter(HTMLExporter):
         super().__init__(**kwargs)
         self.highlighters: dict[str, RememberedHighlight] = {}  # one per lexer, kept with the exporter
 
-    def from_notebook_node(self, nb, resources=None, **kw):
+    def from_notebook_node(self, nb, resources=None, deadline: float = float("inf"), **kw):
         language = nb.metadata.get("language_info", {})
         lexer = language.get("pygments_lexer", language.get("name"))
         resources = self._init_resources(resources)
         if lexer not in self.highlighters:
             self.highlighters[lexer] = RememberedHighlight(pygments_lexer=lexer, parent=self)
+        self.highlighters[lexer].begin_page(deadline)
         self.register_filter("highlight_code", self.filters.get("highlight_code", self.highlighters[lexer]))
+        self.register_filter("ansi2html", lambda text: _before(deadline) or ansi2html(text))
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self,
                                                                        resources=resources))
         page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
@@ -207,6 +444,24 @@ def exporter() -> HTMLExporter:
 
 
 def feedback_html(nb: NotebookNode, entry: dict, student: str, chapter: str, notebook: str) -> str:
+    """The feedback page of a graded (and sanitized) notebook; one not made within FEEDBACK_SECONDS is a plain page
+    with the scores and the reason (also added to the entry's problems)."""
+    try:
+        with time_limit(FEEDBACK_SECONDS) as deadline:
+            return _feedback_page(nb, entry, student, chapter, notebook, deadline)
+    except FeedbackTooSlow:
+        entry.setdefault("problems", []).append(
+            f"the feedback page could not be made within {FEEDBACK_SECONDS} s; a plain one with the scores was written")
+        return plain_feedback(entry, student, chapter, notebook)
+
+
+def notes_cell(notes: list) -> NotebookNode:
+    """The grader's notes as HTML written into the page once (they quote the student's names and ids: escaped)."""
+    items = "".join(f"<li>{html.escape(str(note))}</li>" for note in notes)
+    return as_html_cell(f"<p><strong>The grader noted:</strong></p><ul>{items}</ul>", {})
+
+
+def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, notebook: str, deadline: float) -> str:
     nb = copy.deepcopy(nb)
     cells = entry.get("cells", {})
     for cell in nb.cells:
@@ -217,9 +472,10 @@ def feedback_html(nb: NotebookNode, entry: dict, student: str, chapter: str, not
         if utils.is_solution(cell) or utils.is_grade(cell):
             meta.setdefault("comment", None)
     from_trusted_side(nb, cells)
+    shown_in_feedback(nb)
     notes = entry.get("problems", []) + entry.get("repairs", [])
     if notes:
-        nb.cells.insert(0, new_markdown_cell("**The grader noted:**\n\n" + "\n".join(f"- {n}" for n in notes)))
+        nb.cells.insert(0, notes_cell(notes))
     from jupyter_core.paths import jupyter_config_dir
 
     resources = {"config_dir": jupyter_config_dir(), "nbgrader": {"student": student, "assignment": chapter, "notebook": notebook,
@@ -227,5 +483,5 @@ def feedback_html(nb: NotebookNode, entry: dict, student: str, chapter: str, not
                               "max_score": sum(c["max_score"] for c in cells.values()), "late_penalty": 0}}
     for pre in (ClearHiddenTests(), RedactTracebacks(), HideTestOutputs()):
         nb, resources = pre.preprocess(nb, resources)
-    body, _ = exporter().from_notebook_node(nb, resources=resources)
+    body, _ = exporter().from_notebook_node(nb, resources=resources, deadline=deadline)
     return body
