@@ -1,5 +1,5 @@
 # The course's commands. The two that matter:
-#   make lab    create .venv, install the course, open JupyterLab on notebooks/
+#   make lab    create .venv, install the course, copy the notebooks into work/, open JupyterLab on work/
 #   make test   create .venv, install the course and its test tools, run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -20,7 +20,7 @@ CONSTRAINTS ?= constraints/python$(PY_VERSION).txt
 # nbgrader and jupyter find their helper programs (alembic, kernels) on PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab test test-fast test-numerics gpu-check constraints release check-release results workspace clean
+.PHONY: lab work test test-fast test-numerics gpu-check constraints release check-release results workspace clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,11 +38,16 @@ $(VENV)/.test: pyproject.toml $(wildcard $(CONSTRAINTS)) $(VENV)/.torch
 	$(BIN)/python -m pip install -q $(if $(wildcard $(CONSTRAINTS)),-c $(CONSTRAINTS),) -e ".[test]"
 	touch $@ $(VENV)/.lab  # the test extra holds the lab extra: `make lab` (which a test runs) has nothing to install
 
-# A student's Lab: nbgrader's Validate button, none of its instructor panels or menus (jupyter-config/student);
-# `make workspace` opens the instructor's, with all of them.
-lab: $(VENV)/.lab
+# A learner's work lives in work/ (git ignores it, `make release` never touches it): `make work` copies each
+# chapter's notebook there the first time and never overwrites a copy; notebooks/ is the course's, regenerated.
+work: $(VENV)/.lab
+	$(BIN)/python -m seqlab.work notebooks work
+
+# A student's Lab on work/: nbgrader's Validate button, none of its instructor panels or menus
+# (jupyter-config/student); `make workspace` opens the instructor's, with all of them.
+lab: work
 	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),) \
-	  $(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
+	  $(BIN)/jupyter lab --notebook-dir=work --port=$(PORT) $(LAB_ARGS)
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -m "not serial" $(PYTEST_PARALLEL) --durations=30 $(PYTEST_ARGS)

@@ -3,6 +3,11 @@
     python autograder/release.py           # stamp the repository URL, then regenerate notebooks/
     python autograder/release.py --check   # exit 1 if notebooks/, the README or a setup cell is stale
 
+A learner's work is never lost: notebooks/.release-manifest.json records what the last release wrote, and a
+release replaces or removes only those files. A learner's own notebooks and Jupyter's checkpoints stay; a
+release notebook edited in place moves to work/ before the new one is written (and `--check` notes it, never
+failing on it). Learners keep their work in work/ (`make work`), which no release touches.
+
 Before nbgrader runs, the repository URL from pyproject.toml ([tool.seqlab]) is stamped
 into every notebook's Colab setup cell (the cell tagged "colab-setup") and into the
 README's chapter table with its "Open in Colab" badges.
@@ -11,13 +16,15 @@ README's chapter table with its "Open in Colab" badges.
 from __future__ import annotations
 
 import argparse
-import filecmp
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from pathlib import Path
 
@@ -26,6 +33,8 @@ import nbformat
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 NOTEBOOKS = REPO / "notebooks"
+MANIFEST = NOTEBOOKS / ".release-manifest.json"  # what the last release wrote (committed)
+WORK = REPO / "work"  # a learner's own copies (git ignores it; `make work`)
 README = REPO / "README.md"
 SETUP_TAG = "colab-setup"
 TABLE_START, TABLE_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
@@ -116,13 +125,98 @@ def generate(chapter: str, release_dir: Path) -> Path:
     return release_dir / chapter
 
 
-def same_tree(a: Path, b: Path) -> list[str]:
-    """Paths (relative) that differ between two folders."""
-    compare = filecmp.dircmp(a, b)
-    differ = [*compare.left_only, *compare.right_only, *compare.diff_files, *compare.funny_files]
-    for sub in compare.common_dirs:
-        differ += [f"{sub}/{p}" for p in same_tree(a / sub, b / sub)]
-    return differ
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read_manifest() -> dict[str, str]:
+    """What the last release wrote: each file under notebooks/ (relative, POSIX) and the SHA-256 of its bytes."""
+    try:
+        return json.loads(MANIFEST.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except ValueError as error:
+        raise SystemExit(f"release: {MANIFEST.relative_to(REPO)} is not JSON ({error}); restore it with git") from error
+
+
+def files_under(folder: Path) -> dict[str, Path]:
+    """Every file under ``folder`` by its relative POSIX path (the manifest itself left out)."""
+    return {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*"))
+            if p.is_file() and p != MANIFEST} if folder.exists() else {}
+
+
+def committed_as_is(path: Path) -> bool:
+    """True if git has this file exactly as it is on disk (committed): then an edit of it is the course's, not a
+    learner's. Outside a git checkout (a downloaded zip) nothing counts as committed."""
+    done = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--", str(path)],
+                          capture_output=True)
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "--error-unmatch", "--", str(path)],
+                            capture_output=True)
+    return done.returncode == 0 and listed.returncode == 0
+
+
+def set_aside(path: Path, relative: str) -> Path:
+    """Move a learner's edited copy of a generated notebook to work/, never over anything there."""
+    target = WORK / relative
+    if target.exists():
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = target.with_name(f"{target.stem}.edited-{stamp}{target.suffix}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(path, target)
+    return target
+
+
+def write_release(released: dict[str, Path], manifest: dict[str, str]) -> None:
+    """Put the new release in notebooks/ without losing a file it did not make.
+
+    A file counts as the release's own when the manifest lists it with the bytes it has now; those are replaced
+    or, when the new release has no such file, removed. Anything else under notebooks/ is somebody's work (a
+    learner's notebook, a saved edit of a release notebook, Jupyter's checkpoints): it stays where it is, or, when a
+    new release notebook must take its place, it moves to work/ first and this says where."""
+    for relative, path in files_under(NOTEBOOKS).items():
+        ours = manifest.get(relative) == sha256(path)
+        if relative in released:
+            if not ours and sha256(path) != sha256(released[relative]):
+                print(f"release: notebooks/{relative} was edited since the last release; "
+                      f"your version is now {set_aside(path, relative).relative_to(REPO)}")
+        elif ours:
+            path.unlink()
+            print(f"removed notebooks/{relative} (no longer released)")
+    for relative, source in released.items():
+        target = NOTEBOOKS / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    for folder in sorted((p for p in NOTEBOOKS.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        if not any(folder.iterdir()) and folder.relative_to(NOTEBOOKS).as_posix().split("/")[0] not in chapters():
+            folder.rmdir()  # an emptied chapter that has no source any more
+    new_manifest = {relative: sha256(source) for relative, source in released.items()}
+    MANIFEST.write_text(json.dumps(new_manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"released {len(released)} file(s) into notebooks/")
+
+
+def check_release(released: dict[str, Path], manifest: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(stale, notes): what `make release` would change in the course's files, and what it would keep of a learner's.
+
+    Stale: a released file that the manifest or the committed notebooks/ does not have as nbgrader makes it now.
+    A learner's work under notebooks/ (own notebooks, checkpoints, uncommitted edits of a release notebook) is
+    never stale: `make release` keeps it, so it is only noted."""
+    stale, notes = [], []
+    on_disk = files_under(NOTEBOOKS)
+    for relative, source in released.items():
+        fresh = sha256(source)
+        if manifest.get(relative) != fresh:
+            stale.append(f"notebooks/{relative}: not what nbgrader makes of solutions/ now")
+        elif relative not in on_disk:
+            stale.append(f"notebooks/{relative}: missing")
+        elif sha256(on_disk[relative]) != fresh:
+            if committed_as_is(on_disk[relative]):
+                stale.append(f"notebooks/{relative}: committed with edits that solutions/ does not make")
+            else:
+                notes.append(f"notebooks/{relative}: edited here since the release (`make release` moves it to work/)")
+    stale += [f"notebooks/{relative}: released last time, no source now" for relative in manifest if relative not in released]
+    notes += [f"notebooks/{relative}: not the release's (kept)" for relative in on_disk
+              if relative not in released and relative not in manifest]
+    return stale, notes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,24 +243,18 @@ def main(argv: list[str] | None = None) -> int:
             README.write_text(readme, encoding="utf-8")
             print("stamped README.md")
 
+    manifest = read_manifest()
     with tempfile.TemporaryDirectory(prefix="seqlab-release-out-") as out:
         for chapter in chapters():
-            released = generate(chapter, Path(out))
-            target = NOTEBOOKS / chapter
-            if args.check:
-                differ = same_tree(released, target) if target.exists() else ["(missing)"]
-                stale += [f"notebooks/{chapter}/{p}" for p in differ]
-            else:
-                shutil.rmtree(target, ignore_errors=True)
-                shutil.copytree(released, target)
-                print(f"released notebooks/{chapter}")
-        orphans = sorted({p.name for p in NOTEBOOKS.iterdir() if p.is_dir()} - set(chapters()))
-        for orphan in orphans:
-            if args.check:
-                stale.append(f"notebooks/{orphan}: no source in solutions/")
-            else:
-                shutil.rmtree(NOTEBOOKS / orphan)
-                print(f"removed notebooks/{orphan} (no source in solutions/)")
+            generate(chapter, Path(out))
+        released = files_under(Path(out))
+        if args.check:
+            more, notes = check_release(released, manifest)
+            stale += more
+            if notes:
+                print("kept as a learner's work, not checked:\n  " + "\n  ".join(notes))
+        else:
+            write_release(released, manifest)
 
     if stale:
         print("stale, run `make release`:\n  " + "\n  ".join(stale), file=sys.stderr)

@@ -36,7 +36,7 @@ def test_make_lab_serves_the_chapter_notebooks():
         model = json.loads(wait_for(f"{base}/api/contents/{chapter.parent.name}/{chapter.name}?token={TOKEN}", server, 300))
         assert model["type"] == "notebook"
         expected = json.loads((NOTEBOOKS / chapter.parent.name / chapter.name).read_text())
-        assert len(model["content"]["cells"]) == len(expected["cells"]), "served the student notebook from notebooks/"
+        assert len(model["content"]["cells"]) == len(expected["cells"]), "served the learner's copy in work/ of the student notebook"
         page = wait_for(f"{base}/lab?token={TOKEN}", server, 30).decode()
         assert "JupyterLab" in page
         # a student's Lab: nbgrader's Validate, none of the instructor's panels, menus or pages

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -15,7 +16,10 @@ from course import NOTEBOOKS, REPO, SOLUTIONS, is_graded_test, nbgrader_meta, so
 
 SOURCES = solution_notebooks()
 IDS = [p.stem for p in SOURCES]
-COMMITTED = sorted(SOLUTIONS.glob("*/*.ipynb")) + sorted(NOTEBOOKS.glob("*/*.ipynb"))
+# The release's notebooks are those its manifest lists: a learner's own notebooks or checkpoints under notebooks/
+# are no course file (tests/test_learner_work.py).
+RELEASED = sorted(NOTEBOOKS / name for name in json.loads((NOTEBOOKS / ".release-manifest.json").read_text()))
+COMMITTED = sorted(SOLUTIONS.glob("*/*.ipynb")) + RELEASED
 SETTINGS = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["seqlab"]
 
 
