@@ -20,7 +20,7 @@ CONSTRAINTS ?= constraints/python$(PY_VERSION).txt
 # nbgrader and jupyter find their helper programs (alembic, kernels) on PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab work test test-fast test-numerics gpu-check constraints release check-release results workspace clean
+.PHONY: lab work handout formgrader test test-fast test-numerics gpu-check constraints release check-release results workspace clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -98,6 +98,15 @@ results: $(VENV)/.test
 
 workspace: $(VENV)/.lab
 	$(BIN)/python autograder/workspace.py $(or $(DIR),$(HOME)/seqlab-grading)
+
+# What students download: build/handout/<chapter>.zip of the released notebooks (CHAPTER=07-attention for one).
+handout: $(VENV)/.lab
+	$(BIN)/python autograder/release.py --handout build/handout $(foreach c,$(CHAPTER),--chapter $(c))
+
+# The instructor's Jupyter in the grading workspace, opened on nbgrader's formgrader (all its menus and panels).
+formgrader: workspace
+	cd $(or $(DIR),$(HOME)/seqlab-grading) && JUPYTER_CONFIG_PATH= $(abspath $(BIN))/jupyter lab --port=$(PORT) \
+	  --ServerApp.default_url=/formgrader $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

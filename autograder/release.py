@@ -2,6 +2,8 @@
 
     python autograder/release.py           # stamp the repository URL, then regenerate notebooks/
     python autograder/release.py --check   # exit 1 if notebooks/, the README or a setup cell is stale
+    python autograder/release.py --handout build/handout [--chapter 07-attention]
+                                           # a zip per chapter of the released notebooks, for an LMS upload
 
 A learner's work is never lost: notebooks/.release-manifest.json records what the last release wrote, and a
 release replaces or removes only those files. A learner's own notebooks and Jupyter's checkpoints stay; a
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -219,10 +222,45 @@ def check_release(released: dict[str, Path], manifest: dict[str, str]) -> tuple[
     return stale, notes
 
 
+def handout(out: Path, only: list[str]) -> list[Path]:
+    """A zip per chapter of what the release wrote (the manifest's files, as it wrote them): what students download
+    from an LMS. A learner's files under notebooks/ are never in it, and a release file edited since is refused."""
+    manifest = read_manifest()
+    wanted = only or chapters()
+    unknown = sorted(set(wanted) - set(chapters()))
+    if unknown:
+        raise SystemExit(f"release: no chapter {', '.join(unknown)}; the chapters: {', '.join(chapters())}")
+    out.mkdir(parents=True, exist_ok=True)
+    zips = []
+    for chapter in wanted:
+        members = sorted(r for r in manifest if r.split("/")[0] == chapter)
+        if not members:
+            raise SystemExit(f"release: notebooks/{chapter} was never released; run `make release` first")
+        for relative in members:
+            path = NOTEBOOKS / relative
+            if not path.is_file() or sha256(path) != manifest[relative]:
+                raise SystemExit(f"release: notebooks/{relative} is not as the release wrote it; run `make release`")
+        target = out / f"{chapter}.zip"
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as bundle:
+            for relative in members:
+                bundle.write(NOTEBOOKS / relative, relative)
+        zips.append(target)
+        print(f"handout {target}: {', '.join(members)}")
+    return zips
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report stale files instead of writing them")
+    parser.add_argument("--handout", type=Path, metavar="DIR",
+                        help="write a zip per chapter of the released notebooks into DIR (nothing is regenerated)")
+    parser.add_argument("--chapter", action="append", default=[], help="with --handout: only this chapter (repeatable)")
     args = parser.parse_args(argv)
+    if args.chapter and not args.handout:
+        parser.error("--chapter goes with --handout (a release regenerates every chapter)")
+    if args.handout:
+        handout(args.handout, args.chapter)
+        return 0
     settings = course_settings()
     stale: list[str] = []
 

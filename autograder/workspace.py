@@ -1,6 +1,6 @@
 """Create an instructor's grading workspace, outside the repository.
 
-    python autograder/workspace.py ~/grading/sequence-models [--db-url postgresql://...]
+    python autograder/workspace.py ~/grading/sequence-models [--db-url postgresql://...] [--exchange DIR]
 
 The workspace holds nbgrader's grading state (submitted/, autograded/, feedback/,
 gradebook.db); its nbgrader_config.py loads the course configuration from this
@@ -17,8 +17,11 @@ REPO = Path(__file__).resolve().parent.parent
 COURSE_CONFIG = REPO / "autograder" / "nbgrader_config.py"
 
 
-def make_workspace(path: Path, db_url: str | None = None) -> Path:
-    """Create (or refresh the configuration of) a grading workspace at ``path``."""
+def make_workspace(path: Path, db_url: str | None = None, exchange: Path | None = None) -> Path:
+    """Create (or refresh the configuration of) a grading workspace at ``path``.
+
+    nbgrader's exchange (``nbgrader release_assignment`` / ``fetch_assignment`` / ``collect``) is ``exchange``, by
+    default ``path/exchange``: nbgrader's own default, /usr/local/share/nbgrader/exchange, is seldom writable."""
     path = path.expanduser().resolve()
     if path == REPO or REPO in path.parents:
         raise ValueError(f"the grading workspace must be outside the repository ({REPO}), got {path}")
@@ -30,6 +33,9 @@ def make_workspace(path: Path, db_url: str | None = None) -> Path:
     ]
     if db_url:
         lines.append(f"c.CourseDirectory.db_url = {db_url!r}")
+    exchange = (exchange or path / "exchange").expanduser().resolve()
+    exchange.mkdir(parents=True, exist_ok=True)
+    lines.append(f"c.Exchange.root = {str(exchange)!r}")
     (path / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
     return path
 
@@ -38,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, help="the workspace folder (created if missing)")
     parser.add_argument("--db-url", help="an SQLAlchemy URL for the gradebook (default: sqlite in the workspace)")
+    parser.add_argument("--exchange", type=Path, help="nbgrader's exchange folder (default: exchange/ in the workspace)")
     args = parser.parse_args(argv)
     try:
-        path = make_workspace(args.path, args.db_url)
+        path = make_workspace(args.path, args.db_url, args.exchange)
     except ValueError as error:
         print(f"workspace: {error}", file=sys.stderr)
         return 2
