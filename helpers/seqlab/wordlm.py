@@ -140,12 +140,16 @@ def batches(encoded: Sequence[torch.Tensor], batch_size: int, *, generator: torc
 
 
 def evaluate(model: WordRNN, encoded: Sequence[torch.Tensor], batch_size: int = 256,
-             device: torch.device | str = "cpu") -> tuple[float, int]:
-    """Perplexity over every predicted token (each word and each </s>), and the number of tokens."""
+             device: torch.device | str = "cpu", progress: bool = False) -> tuple[float, int]:
+    """Perplexity over every predicted token (each word and each </s>), and the number of tokens;
+    ``progress`` shows a bar over the batches (scoring Brown's test split takes seconds)."""
+    from tqdm.auto import tqdm
+
     model.eval()
     total, count = 0.0, 0
     with torch.no_grad():
-        for inputs, targets, lengths in batches(encoded, batch_size):
+        for inputs, targets, lengths in tqdm(batches(encoded, batch_size), total=math.ceil(len(encoded) / batch_size),
+                                             desc="scoring batches", disable=not progress):
             nll, n = model(inputs.to(device), targets.to(device), lengths)
             total, count = total + float(nll), count + n
     return math.exp(total / count), count
