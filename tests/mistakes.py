@@ -21,6 +21,9 @@ Wrong = list[tuple[str, str, Any]]  # (grade_id, name swapped, variant)
 Right = list[tuple[str, dict[str, Any]]]  # (grade_id, {name: correct variant})
 Named = list[tuple[str, str, Any, str]]  # (grade_id, name swapped, variant, words its check message must contain)
 
+# What a model test says when a model's output does not follow parameters the test loaded (issue 39)
+RANDOM_PARAMETERS = "random parameters"
+
 
 class GradedCells:
     """A chapter's graded test cells, runnable one by one in the namespace of its solution."""
@@ -112,3 +115,22 @@ def naming_tests(cells: GradedCells, visible: Named = (), hidden: Named = ()) ->
         named(cells.run, grade_id, name, variant, words)
 
     return test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution, test_hidden_tests_name_the_class_of_the_bug
+
+
+def zero_initialised(layers: type, forward: Callable, name: str, *, keep: tuple[str, ...] = (), **methods: Callable) -> type:
+    """Issue 39's mistake for a model exercise: ``layers`` (a class that builds the layers the exercise names) with
+    every parameter set to 0, except those of the submodules named in ``keep``, and ``forward(self, ...)`` returning
+    what such a model computes whatever its input (``methods``: others that do the same). A test whose reference comes from the model's own initial state
+    dict, or that calls the model's own layers to make it, accepts it; one that loads seeded random parameters first
+    (seqlab.check.load_random_parameters) and computes its reference from them does not."""
+    import torch
+
+    def __init__(self, *args, **kwargs):
+        layers.__init__(self, *args, **kwargs)
+        with torch.no_grad():
+            for module_name, module in self.named_children():
+                if module_name not in keep:
+                    for parameter in module.parameters():
+                        parameter.zero_()
+
+    return type(name, (layers,), {"__init__": __init__, "forward": forward, **methods})

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests, naming_tests
+from mistakes import RANDOM_PARAMETERS, GradedCells, mistake_tests, naming_tests, zero_initialised
 
 CHAPTER = "03-recurrent-neural-networks"
 
@@ -892,6 +892,40 @@ WRONG += [
 ]
 
 
+
+# ---- issue 39: models of zero parameters that return the constants such a model computes ------------
+
+def _classifier_follows_bias(self, ids, lengths):
+    """Embedding and RNN 0, so every name ends in state 0; that state is nonzero only where dropout acts (training
+    mode), so that the dropout checks see noise. In eval mode: self.out of state 0, whatever the ids."""
+    ones = torch.ones(ids.shape[0], self.rnn.hidden_size)
+    return self.out(self.dropout(torch.tanh(self.dropout(ones)) - torch.tanh(ones)))
+
+
+def _classifier_constant(self, ids, lengths):
+    return torch.zeros(ids.shape[0], self.out.out_features)
+
+
+def _window_follows_bias(self, ids):
+    return self.out.bias.expand(*ids.shape, -1)
+
+
+ClassifierZeroInitFollowsBias = zero_initialised(_ClassifierBase, _classifier_follows_bias, "ClassifierZeroInitFollowsBias",
+                                                 keep=("out",))
+ClassifierZeroInitConstant = zero_initialised(_ClassifierBase, _classifier_constant, "ClassifierZeroInitConstant")
+WindowZeroInitFollowsBias = zero_initialised(_WindowBase, _window_follows_bias, "WindowZeroInitFollowsBias")
+
+WRONG += [
+    ("NameClassifier_tests", "NameClassifier", ClassifierZeroInitFollowsBias),
+    ("NameClassifier_tests", "NameClassifier", ClassifierZeroInitConstant),
+    ("WindowLM_tests", "WindowLM", WindowZeroInitFollowsBias),
+]
+ZERO_INIT_NAMED = [
+    ("NameClassifier_tests", "NameClassifier", ClassifierZeroInitFollowsBias, RANDOM_PARAMETERS),
+    ("NameClassifier_tests", "NameClassifier", ClassifierZeroInitConstant, RANDOM_PARAMETERS),
+    ("WindowLM_tests", "WindowLM", WindowZeroInitFollowsBias, "do not depend on input 4"),  # the visible part stops it
+]
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -920,4 +954,4 @@ HIDDEN = [
 HIDDEN += NEW_HIDDEN
 
 (test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
- test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN)
+ test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN + ZERO_INIT_NAMED)

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests, naming_tests
+from mistakes import RANDOM_PARAMETERS, GradedCells, mistake_tests, naming_tests, zero_initialised
 
 CHAPTER = "05-word-embeddings"
 
@@ -907,6 +907,20 @@ RIGHT = [
     ("solve_analogy_tests", {"solve_analogy": analogy_other_correct_raw_rows}),
 ]
 
+
+# ---- issue 39: a model of zero parameters that returns the constants such a model computes -------------
+
+def _avg_follows_bias(self, ids, lengths):
+    return self.out.bias.expand(ids.shape[0], -1)
+
+
+AvgZeroInitFollowsBias = zero_initialised(_AvgBase, _avg_follows_bias, "AvgZeroInitFollowsBias", keep=("embed",))
+
+ZERO_INIT_NAMED = [  # the visible part, which sets the output layer itself, stops it
+    ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgZeroInitFollowsBias, "the logits of a one-word text"),
+]
+WRONG += [(grade_id, name, variant) for grade_id, name, variant, _ in ZERO_INIT_NAMED]
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -949,4 +963,4 @@ HIDDEN = [
     ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgPaddingIdsInPlace, "in place"),
 ]
 
-*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
+*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN + ZERO_INIT_NAMED)

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests, naming_tests
+from mistakes import RANDOM_PARAMETERS, GradedCells, mistake_tests, naming_tests, zero_initialised
 
 CHAPTER = "06-seq2seq-beam-search-bleu"
 
@@ -1041,6 +1041,41 @@ RIGHT = [
     ("corpus_bleu_tests", {"corpus_bleu": bleu_other_correct_numpy}),
 ]
 
+
+# ---- issue 39: models of zero parameters that return the constants such a model computes ------------
+# (0 times a parameter added, so that the constants carry the autograd graph the tests ask for)
+
+def _encoder_follows_bias(self, src, src_lengths):
+    return torch.tanh(self.bridge.bias).expand(src.shape[0], -1)
+
+
+def _encoder_constant(self, src, src_lengths):
+    return torch.zeros(src.shape[0], self.bridge.out_features) + 0.0 * self.bridge.bias.sum()
+
+
+def _decoder_follows_bias(self, prev, state):
+    anchor = 0.0 * self.cell.bias_hh.sum()
+    return self.out.bias.expand(prev.shape[0], -1) + anchor, 0.5 * state + anchor  # z = sigmoid(0), n = tanh(0)
+
+
+def _decoder_constant(self, prev, state):
+    anchor = 0.0 * self.cell.bias_hh.sum()
+    return torch.zeros(prev.shape[0], self.out.out_features) + anchor, state / 2 + anchor
+
+
+EncoderZeroInitFollowsBias = zero_initialised(_EncoderBase, _encoder_follows_bias, "EncoderZeroInitFollowsBias")
+EncoderZeroInitConstant = zero_initialised(_EncoderBase, _encoder_constant, "EncoderZeroInitConstant")
+DecoderZeroInitFollowsBias = zero_initialised(_DecoderBase, _decoder_follows_bias, "DecoderZeroInitFollowsBias")
+DecoderZeroInitConstant = zero_initialised(_DecoderBase, _decoder_constant, "DecoderZeroInitConstant")
+
+ZERO_INIT_NAMED = [
+    ("Encoder_tests", "Encoder", EncoderZeroInitFollowsBias, RANDOM_PARAMETERS),
+    ("Encoder_tests", "Encoder", EncoderZeroInitConstant, RANDOM_PARAMETERS),
+    ("Decoder_tests", "Decoder", DecoderZeroInitFollowsBias, RANDOM_PARAMETERS),
+    ("Decoder_tests", "Decoder", DecoderZeroInitConstant, RANDOM_PARAMETERS),
+]
+WRONG += [(grade_id, name, variant) for grade_id, name, variant, _ in ZERO_INIT_NAMED]
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -1103,4 +1138,4 @@ HIDDEN = [
     ("corpus_bleu_tests", "corpus_bleu", bleu_sorts_references_in_place, "in place"),
 ]
 
-*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
+*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN + ZERO_INIT_NAMED)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests, naming_tests
+from mistakes import RANDOM_PARAMETERS, GradedCells, mistake_tests, naming_tests, zero_initialised
 from seqlab.check import first_difference
 
 CHAPTER = "07-attention"
@@ -1027,6 +1027,49 @@ RIGHT = [
                                   "alignment_accuracy": accuracy_one_hot_other_correct}),
 ]
 
+
+# ---- issue 39: models of zero parameters that return the constants such a model computes ------------
+# (0 times a parameter added, so that the constants carry the autograd graph the tests ask for)
+
+def _decoder_follows_bias(self, prev, state, enc, mask):
+    """Scores 0 (uniform weights over the real positions), z = sigmoid(0) and n = tanh(0): what zero weights compute."""
+    anchor = 0.0 * self.attn_v.weight.sum()
+    weights = torch.softmax((torch.zeros(mask.shape) + anchor).masked_fill(~mask, float("-inf")), dim=-1)
+    return self.out.bias.expand(prev.shape[0], -1) + anchor, 0.5 * state + anchor, weights
+
+
+def _decoder_constant(self, prev, state, enc, mask):
+    anchor = 0.0 * self.attn_v.weight.sum()
+    return torch.zeros(prev.shape[0], self.out.out_features) + anchor, state / 2 + anchor, mask / mask.sum(-1, keepdim=True) + anchor
+
+
+def _model_encode_zeros(self, src, src_lengths):
+    anchor = 0.0 * self.encoder_bridge.bias.sum()
+    B, S, H = src.shape[0], src.shape[1], self.encoder_bridge.out_features
+    return torch.zeros(B, S, 2 * H) + anchor, src != PAD, torch.tanh(self.encoder_bridge.bias).expand(B, -1)
+
+
+def _model_follows_bias(self, src, src_lengths, tgt_in):
+    return self.decoder.out.bias.expand(tgt_in.shape[0], tgt_in.shape[1], -1) + 0.0
+
+
+def _model_constant(self, src, src_lengths, tgt_in):
+    return torch.zeros(*tgt_in.shape, self.decoder.out.out_features) + 0.0 * self.decoder.out.bias.sum()
+
+
+DecoderZeroInitFollowsBias = zero_initialised(Decoder, _decoder_follows_bias, "DecoderZeroInitFollowsBias")
+DecoderZeroInitConstant = zero_initialised(Decoder, _decoder_constant, "DecoderZeroInitConstant")
+ModelZeroInitFollowsBias = zero_initialised(Model, _model_follows_bias, "ModelZeroInitFollowsBias", encode=_model_encode_zeros)
+ModelZeroInitConstant = zero_initialised(Model, _model_constant, "ModelZeroInitConstant", encode=_model_encode_zeros)
+
+ZERO_INIT_NAMED = [
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderZeroInitFollowsBias, RANDOM_PARAMETERS),
+    ("AttentionDecoder_tests", "AttentionDecoder", DecoderZeroInitConstant, RANDOM_PARAMETERS),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelZeroInitFollowsBias, RANDOM_PARAMETERS),
+    ("AttentionSeq2Seq_tests", "AttentionSeq2Seq", ModelZeroInitConstant, RANDOM_PARAMETERS),
+]
+WRONG += [(grade_id, name, variant) for grade_id, name, variant, _ in ZERO_INIT_NAMED]
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -1081,7 +1124,7 @@ HIDDEN = [
     ("alignment_accuracy_tests", "alignment_accuracy", accuracy_view_flattens, "non-contiguous"),
 ]
 
-*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN)
+*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN + ZERO_INIT_NAMED)
 
 
 def test_answers_that_look_up_the_visible_inputs_pass_the_visible_tests():

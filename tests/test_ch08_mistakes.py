@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mistakes import GradedCells, mistake_tests, naming_tests
+from mistakes import RANDOM_PARAMETERS, GradedCells, mistake_tests, naming_tests, zero_initialised
 
 CHAPTER = "08-transformers"
 
@@ -1123,6 +1123,47 @@ WRONG += [
     ("greedy_decode_tests", "greedy_decode", greedy_hardcoded),
 ]
 
+
+# ---- issue 39: models whose own parameters make every output a constant (0, or NaN) -----------------------
+
+def _transformer_follows_bias(self, src, src_lengths, tgt_in):
+    return self.out.bias.expand(*tgt_in.shape, -1) + 0.0
+
+
+def _transformer_decode_follows_bias(self, tgt_in, memory, memory_mask, caches=None, offset=0):
+    return self.out.bias.expand(*tgt_in.shape, -1) + 0.0
+
+
+class TransformerNanInit(BASE["Transformer"]):
+    """Every parameter NaN, and NaN for every output: what such a model computes, and what a reference given its
+    state dict (or that state dict plus noise) computes too; NaN agrees with NaN in expect_close."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        with torch.no_grad():
+            for parameter in self.parameters():
+                parameter.fill_(float("nan"))
+
+    def encode(self, src, src_lengths):
+        memory, mask = super().encode(src, src_lengths)
+        return torch.full_like(memory, float("nan")), mask
+
+    def decode(self, tgt_in, memory, memory_mask, caches=None, offset=0):
+        return torch.full((*tgt_in.shape, self.out.out_features), float("nan"))
+
+    def forward(self, src, src_lengths, tgt_in):
+        return torch.full((*tgt_in.shape, self.out.out_features), float("nan"))
+
+
+TransformerZeroInitFollowsBias = zero_initialised(BASE["Transformer"], _transformer_follows_bias, "TransformerZeroInitFollowsBias",
+                                                  decode=_transformer_decode_follows_bias)
+
+ZERO_INIT_NAMED = [
+    ("Transformer_tests", "Transformer", TransformerZeroInitFollowsBias, RANDOM_PARAMETERS),
+    ("Transformer_tests", "Transformer", TransformerNanInit, RANDOM_PARAMETERS),
+]
+WRONG += [(grade_id, name, variant) for grade_id, name, variant, _ in ZERO_INIT_NAMED]
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -1202,4 +1243,4 @@ VISIBLE = [
 ]
 
 (test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
- test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN)
+ test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN + ZERO_INIT_NAMED)

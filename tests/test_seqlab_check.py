@@ -111,3 +111,22 @@ def test_call_named_names_the_call_in_every_failure():
     with pytest.raises(CheckFailed, match=r"^append to \[1\]: the call changed its argument 1 in place"):
         call_named("append to [1]", append_in_place, [1])
     assert call_named("append to [1]", append_in_place, [1], unchanged=False) == [1, 0]
+
+
+def test_load_random_parameters_loads_seeded_values_of_the_models_shapes_and_names_a_wrong_layer():
+    import torch
+    from torch import nn
+
+    from seqlab.check import load_random_parameters
+
+    model = nn.Linear(3, 2)
+    with torch.no_grad():
+        model.weight.zero_()
+        model.bias.zero_()
+    chosen = load_random_parameters(model, seed=5, shapes={"weight": (2, 3), "bias": (2,)})
+    assert torch.equal(model.weight, chosen["weight"]) and torch.equal(model.bias, chosen["bias"])
+    assert chosen["weight"].abs().min() > 0, "every parameter random, none left at 0"
+    again = load_random_parameters(nn.Linear(3, 2), seed=5)
+    assert all(torch.equal(again[k], chosen[k]) for k in chosen), "the same seed, the same values"
+    with pytest.raises(CheckFailed, match="names and shapes"):
+        load_random_parameters(nn.Linear(3, 4), seed=5, shapes={"weight": (2, 3), "bias": (2,)})

@@ -10,6 +10,7 @@ error and gives the cell no points.
     expect_close(p, 0.25, "P(cat | the)", hint="normalise by the count of the context")
     expect_same(tags, expected, "the tags")        # names the first position that differs
     result = call_unchanged(f, xs)                   # fails if f changed xs in place
+    params = load_random_parameters(model, seed=3)   # a model test's reference is computed from these
     passed("build_vocab: the toy corpus, min_count=2")  # the last line of a visible test cell
 
 A visible test cell ends with :func:`passed`, so that a learner sees that its checks ran:
@@ -26,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["CheckFailed", "expect", "expect_equal", "expect_close", "expect_raises", "expect_same", "first_difference", "call_named",
-           "call_unchanged", "passed", "PASSED_NOTE"]
+           "call_unchanged", "load_random_parameters", "passed", "PASSED_NOTE"]
 
 _short = reprlib.Repr()
 _short.maxstring = 80
@@ -191,6 +192,33 @@ def call_named(what: str, function: Callable[..., Any], *args: Any, hint: str | 
         raise CheckFailed(f"{what}: {failed.message}", failed.hint) from None
     except Exception as error:  # noqa: BLE001 - the student's code failed: say where, not a traceback
         raise CheckFailed(f"{what}: raised {type(error).__name__}: {str(error)[:200]}", hint) from None
+
+
+def load_random_parameters(model: Any, seed: int, *, shapes: dict[str, tuple[int, ...]] | None = None,
+                           scale: float = 0.5) -> dict[str, Any]:
+    """Load seeded random values into every floating-point entry of ``model``'s state dict; return them.
+
+    A model test computes its reference from the returned dict, never from the model's own initial parameters or by
+    calling the model's layers: a model whose every parameter is 0 returns constants, and a reference computed from
+    those parameters agrees with them. ``shapes`` (name -> shape, what the exercise specifies) is checked first, so
+    that a wrong layer fails with a message naming it rather than inside the reference. Works the same on a handle
+    to a student's model (``state_dict()`` and ``load_state_dict()`` are data in, data out)."""
+    import torch
+
+    state = model.state_dict()
+    expect(isinstance(state, dict) and all(isinstance(k, str) and torch.is_tensor(v) for k, v in state.items()),
+           f"state_dict() should map names to tensors, got {_short.repr(state)}")
+    if shapes is not None:
+        expect_same({k: tuple(v.shape) for k, v in state.items()}, {k: tuple(v) for k, v in shapes.items()},
+                    "the parameters' names and shapes", hint="build exactly the layers the exercise names, of those sizes")
+    generator = torch.Generator().manual_seed(seed)
+    chosen = {k: scale * torch.randn(v.shape, generator=generator, dtype=v.dtype) if v.is_floating_point() else v.clone()
+              for k, v in state.items()}
+    try:
+        model.load_state_dict(chosen)
+    except Exception as error:  # noqa: BLE001 - the student's model refused them: say so, not a traceback
+        raise CheckFailed(f"load_state_dict(random parameters) raised {type(error).__name__}: {str(error)[:200]}") from None
+    return chosen
 
 
 PASSED_NOTE = "visible checks passed; hidden tests run at grading"
