@@ -313,3 +313,61 @@ def test_a_failure_names_chapter_cell_sentence_and_number():
     assert unbacked(source, executed, "06") == ["chapter 06, cell 1: '256' is not printed, in «Our model: = 256 .»"]
     executed.cells[0].outputs[0].text = "--hidden 256\n"
     assert unbacked(source, executed, "06") == []
+
+
+# A cell's last expression is displayed: a test cell whose last call returns the exception it expected shows
+# "ValueError(...)", a cell ending on a model shows its repr (issue 40: chapter 4 cell 69, chapter 3 cell 106).
+STRAY_DISPLAY = re.compile(r"^(?:<?[A-Z]\w*(?:Error|Exception|Warning)\b|[A-Z]\w*\(\n\s+\(\w+\): )")
+
+
+def stray_displays(executed: Any) -> list[str]:
+    """One line per cell whose displayed result is an exception or a torch module: a value shown by accident."""
+    return [f"cell {i}: displays {output['data']['text/plain'].splitlines()[0][:80]!r}"
+            for i, cell in enumerate(executed.cells) if cell.cell_type == "code"
+            for output in cell.get("outputs", []) if output.output_type == "execute_result"
+            and STRAY_DISPLAY.match(output.get("data", {}).get("text/plain", ""))]
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=learner_marks(p.parent.name)) for p in SOLUTIONS],
+                         ids=[p.stem for p in SOLUTIONS])
+def test_no_cell_displays_an_exception_or_a_model_by_accident(path):
+    run = learner_run(path)
+    assert run.notebook is not None, f"{path.name}: nbconvert wrote no notebook (exit {run.returncode})"
+    problems = stray_displays(run.notebook)
+    assert not problems, "end the cell with an assignment or a print:\n" + "\n".join(problems)
+
+
+def test_a_stray_display_is_found():
+    def shown(text):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
+            "execute_result", data={"text/plain": text}, execution_count=1)])])
+    assert stray_displays(shown("ValueError('no token to score: every length is 0')")) == \
+        ["cell 0: displays \"ValueError('no token to score: every length is 0')\""]
+    assert stray_displays(shown("CharLM(\n  (embed): Embedding(30, 16)\n)")) == ["cell 0: displays 'CharLM('"]
+    assert stray_displays(shown("(0.8, 0.5)")) == [] and stray_displays(shown("Counter({'a': 2})")) == []
+
+
+# Wordings that state the result of a run the notebook does not make (issue 40, 2): "analogies (not shown) are
+# almost never right", "changed it by about as much as another seed might" after one seed. A result is printed,
+# or the sentence says it is a prediction and where it comes from.
+UNRUN_CLAIM = re.compile(r"\(not shown\)|\babout as much as another\b|\bas (?:much|little) as another seed\b|"
+                         r"\banother seed (?:might|would|could|can)\b(?! undo)", re.I)
+
+
+def unrun_claims(nb: Any, chapter: str) -> list[str]:
+    return [f"chapter {chapter}, cell {i}: «{sentence_at(cell.source, m.start(), m.end())}»"
+            for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown" for m in UNRUN_CLAIM.finditer(cell.source)]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_no_sentence_claims_a_run_the_notebook_does_not_make(path):
+    problems = unrun_claims(nbformat.read(path, as_version=4), path.parent.name[:2])
+    assert not problems, "print the result, or say it is a prediction and give its source:\n" + "\n".join(problems)
+
+
+def test_an_unrun_claim_is_found():
+    def cells(text):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
+    assert len(unrun_claims(cells("The Spearman is low, and analogies (not shown) are almost never right."), "05")) == 1
+    assert len(unrun_claims(cells("Removing the warm-up changed it by about as much as another seed might."), "08")) == 1
+    assert unrun_claims(cells("This notebook trains one seed, so it cannot say how much another seed would undo."), "08") == []

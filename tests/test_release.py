@@ -108,3 +108,73 @@ def test_chapter_closes_with_a_bilingual_glossary(path):
     last = nbformat.read(path, as_version=4).cells[-1]
     assert last.cell_type == "markdown" and "Glossary" in last.source and "中文" in last.source
     assert last.source.count("\n|") >= 10, "the glossary should have at least 10 terms"
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[f"{p.parent.parent.name}/{p.stem}" for p in COMMITTED])
+def test_every_notebook_is_valid_nbformat(path):
+    """Issue 40: tools that validate a notebook (Colab's import among them) may refuse an invalid one; cell ids in an
+    nbformat 4.4 notebook were the case met (chapter 3)."""
+    raw = json.loads(path.read_text())
+    try:
+        nbformat.validate(raw, version=raw["nbformat"], version_minor=raw["nbformat_minor"])
+        problem = None
+    except nbformat.ValidationError as error:
+        problem = f"{path.relative_to(REPO)} (nbformat {raw['nbformat']}.{raw['nbformat_minor']}): {error.message}"
+    assert problem is None, problem
+
+
+EXERCISE_HEADING = re.compile(r"^#+ .*\bExercise\b", re.M)
+SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION.*?### END SOLUTION", re.S)
+STRING = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
+CODE_NAMES = re.compile(r"\w+\.empty(?:_like)?\(|\bempty_like\b")
+# The edge cases a hidden test names in its call labels and messages, and how an exercise's text names them.
+EMPTY_INPUT = re.compile(r"\bempty\b|\bno (?:sentences?|words|ids|tokens|pairs|names|parameters)\b|\bevery length 0\b", re.I)
+ZERO_SETTING = re.compile(r"\b(T|max_len|n_steps|steps)\s*=\s*0\b")
+
+
+def exercise_texts(nb) -> list[tuple[str, str, str]]:
+    """(grade id, the exercise's own text, its hidden tests) for each graded test cell: the text is the markdown
+    from the exercise's heading on, and its answer cells without their solutions (signatures, docstrings)."""
+    found, text = [], []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            text = [cell.source] if EXERCISE_HEADING.search(cell.source) else text + [cell.source]
+        elif nbgrader_meta(cell).get("solution"):
+            text.append(SOLUTION_REGION.sub("", cell.source))
+        elif is_graded_test(cell):
+            hidden = cell.source.partition("### BEGIN HIDDEN TESTS")[2]
+            found.append((nbgrader_meta(cell)["grade_id"], "\n".join(text), hidden))
+    return found
+
+
+def unnamed_edge_cases(text: str, hidden: str) -> list[str]:
+    """The edge cases the hidden tests try (as their labels and messages name them) that the exercise's text does
+    not name: empty inputs must be called empty (or "no sentences", ...), a setting of 0 written as `name = 0`."""
+    said = " ".join(STRING.findall(hidden))
+    text = CODE_NAMES.sub(" ", text)
+    missing = []
+    if EMPTY_INPUT.search(said) and not EMPTY_INPUT.search(text):
+        missing.append(f"empty input ({EMPTY_INPUT.search(said).group(0)!r})")
+    for name in sorted(set(ZERO_SETTING.findall(said))):
+        if not re.search(rf"`?\b{name}\b`?\s*=\s*0\b", text.replace("$", "")):
+            missing.append(f"{name} = 0")
+    return missing
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=IDS)
+def test_hidden_tests_try_only_edge_cases_the_exercise_names(path):
+    """Issue 40, 5: a student must know from the text everything the hidden tests try. A correct estimate_hmm written
+    with np.bincount over concatenated sentences lost its 3 points to a hidden call with no sentences, a case the
+    exercise never named. Checked mechanically: empty inputs and settings of 0 (T = 0, max_len = 0)."""
+    problems = [f"{grade_id}: the hidden tests try {case}, which the exercise's text (from its heading to its "
+                f"docstring) does not name" for grade_id, text, hidden in exercise_texts(nbformat.read(path, as_version=4))
+                for case in unnamed_edge_cases(text, hidden)]
+    assert not problems, "\n".join(problems)
+
+
+def test_an_unnamed_edge_case_is_found():
+    hidden = '_call("estimate_hmm([], [], 3, 4) (no sentences)", estimate_hmm, [], [], 3, 4)\n_call("with T=0", f, 0)'
+    assert unnamed_edge_cases("Return `(pi, A, B)` smoothed as above.", hidden) == ["empty input ('no sentences')", "T = 0"]
+    assert unnamed_edge_cases("The lists may be empty; `T = 0` gives two empty arrays.", hidden) == []
+    assert unnamed_edge_cases("states = np.empty(T, dtype=int)", '_call("with no sentences", f, [])') == \
+        ["empty input ('no sentences')"]
