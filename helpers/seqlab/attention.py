@@ -210,7 +210,7 @@ def attention_explorer(model: nn.Module, sources: Sequence[str], src_vocab: Voca
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
-    from seqlab.widgets import figure_widget
+    from seqlab.widgets import FIGURE_WIDTH, figure_widget
 
     if not sources:
         raise ValueError("attention_explorer needs at least one source to offer")
@@ -218,7 +218,7 @@ def attention_explorer(model: nn.Module, sources: Sequence[str], src_vocab: Voca
     def draw(source: str, step: int):
         src, out, weights = alignment(model, source, src_vocab, tgt_vocab, src_tokens)
         step = min(step, len(out) - 1)
-        figure, (top, bottom) = plt.subplots(2, 1, figsize=(max(5.0, 0.32 * len(src) + 1.5), 5.2),
+        figure, (top, bottom) = plt.subplots(2, 1, figsize=(min(FIGURE_WIDTH, max(5.0, 0.32 * len(src) + 1.5)), 5.2),
                                              gridspec_kw={"height_ratios": [4, 1]})
         text = join.join(t for t in out if t != "</s>")
         plot_alignment(top, weights, src, out, title=f"{source!r} -> {text!r}", highlight=step)

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
+from seqlab.widgets import FIGURE_WIDTH
+
 __all__ = ["SHAPES", "draw_rnn_cell", "draw_unrolled_rnn", "draw_sequence_shapes"]
 
 _CELL = {"boxstyle": "round,pad=0.02,rounding_size=0.08", "facecolor": "#dbe9f6", "edgecolor": "#2b6aa6", "lw": 1.5}
@@ -57,7 +59,7 @@ def draw_unrolled_rnn(steps: int = 4) -> Figure:
     """The cell applied at ``steps`` time steps: one layer per step, all sharing their weights."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
-    figure, ax = plt.subplots(figsize=(1.9 * steps + 1.8, 3.4))
+    figure, ax = plt.subplots(figsize=(min(FIGURE_WIDTH, 1.9 * steps + 1.8), 3.4))  # wider, a notebook shrinks it
     ax.text(-1.25, 0.0, r"$a^{\langle 0 \rangle}$", ha="center", va="center", fontsize=12)
     for t in range(1, steps + 1):
         x = 1.9 * (t - 1)
@@ -94,8 +96,10 @@ SHAPES = {
 def draw_sequence_shapes() -> Figure:
     """The four shapes of sequence problems (§6), one panel each: where inputs go in (below), where
     outputs come out (above), the state passed along (right), and outputs fed back as inputs (dashed)."""
-    figure, axes = plt.subplots(1, len(SHAPES), figsize=(13.0, 3.4), gridspec_kw={"width_ratios": [3, 3, 3, 5]})
-    for ax, (name, shape) in zip(axes, SHAPES.items()):
+    # Two by two, on one scale: four in a row made a figure 13 inches wide, which a notebook shrank to 65%.
+    figure, axes = plt.subplots(2, 2, figsize=(FIGURE_WIDTH, 6.0))
+    widest = max(shape["steps"] for shape in SHAPES.values())
+    for ax, (name, shape) in zip(axes.flat, SHAPES.items()):
         inputs, outputs, n_enc = shape["inputs"], shape["outputs"], shape["encoder"]
         for t in range(shape["steps"]):
             x = 1.3 * t
@@ -116,7 +120,8 @@ def draw_sequence_shapes() -> Figure:
             ax.text(1.3 * (n_enc - 1) / 2, 0.62, "encoder", ha="center", va="center", fontsize=9, color="#3d8b37")
             ax.text(1.3 * (n_enc + shape["steps"] - 1) / 2, -0.62, "decoder", ha="center", va="center", fontsize=9,
                     color="#2b6aa6")
-        ax.set(xlim=(-0.8, 1.3 * (shape["steps"] - 1) + 0.8), ylim=(-2.3, 1.8))
+        margin = 0.8 + 1.3 * (widest - shape["steps"]) / 2  # every panel as wide as the widest, centred
+        ax.set(xlim=(-margin, 1.3 * (shape["steps"] - 1) + margin), ylim=(-2.3, 1.8))
         ax.set_title(name, fontsize=12)
         ax.text(0.5, 0.02, shape["example"], transform=ax.transAxes, ha="center", va="bottom", fontsize=9, color="0.3")
         ax.axis("off")

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 __all__ = ["CELLS", "NONLINEARITIES", "recurrent_matrix", "gradient_norms", "tanh_derivatives", "eigenvalue_curve",
-           "cell_comparison", "MATRICES", "NO_FORGET",
+           "cell_comparison", "MATRICES", "NO_FORGET", "GRADIENT_FLOOR",
            "draw_cell_comparison", "cell_comparison_widget",
            "draw_gradient_flow", "gradient_flow_widget"]
 
@@ -244,24 +244,36 @@ def cell_comparison(length: int = 60, scale: float = 1.0, forget_bias: float = 0
     return norms
 
 
+# The cell comparison's y axis starts here, whatever the sliders say, so that two settings compare at a glance;
+# a norm below it is drawn on it, and the figure says so.
+GRADIENT_FLOOR = 1e-20
+
+
 def draw_cell_comparison(length: int = 60, scale: float = 1.0, forget_bias: float = 0.0, no_forget_gate: bool = False):
-    """The chapter-4 widget's figure: the cells' gradient norms over t, on one log scale (four curves with
-    ``no_forget_gate``: the LSTM without a forget gate as well)."""
+    """The chapter-4 widget's figure: the cells' gradient norms over t, on one log scale from GRADIENT_FLOOR up
+    (four curves with ``no_forget_gate``: the LSTM without a forget gate as well). Norms below the floor are drawn
+    on it, above a grey band, and the axis label says which curves reach it and where."""
     import matplotlib.pyplot as plt
 
     norms = cell_comparison(length, scale, forget_bias, no_forget_gate=no_forget_gate)
     t = np.arange(1, length + 1)
     figure, ax = plt.subplots(figsize=(8, 3.8))
+    floored = []
     for (name, values), style in zip(norms.items(), ("-", "--", "-", ":")):
         label = f"LSTM (forget bias {forget_bias:+.1f})" if name == "LSTM" else name
         if name == NO_FORGET:
             label = "LSTM without forget gate (f = 1)"
-        ax.semilogy(t, np.maximum(values, 1e-300), style, marker=".", markersize=3, label=label)
-    floor = min(1e-20, min(float(np.min(v[v > 0])) for v in norms.values() if np.any(v > 0)))
+        below = values < GRADIENT_FLOOR
+        if below.any():
+            floored.append(f"{name} for t ≤ {int(t[below].max())}")
+        ax.semilogy(t, np.maximum(values, GRADIENT_FLOOR), style, marker=".", markersize=3, label=label)
     top = max(10.0, 2 * max(float(np.max(v)) for v in norms.values()))  # the LSTM without forget gate can pass 1
-    ax.set(xlabel="time step t", ylabel=r"$\|\partial L / \partial h_t\|$ (log scale)", ylim=(max(floor, 1e-60), top),
+    ax.axhspan(GRADIENT_FLOOR / 10, GRADIENT_FLOOR, color="0.9", zorder=0)  # under the floor: nothing is drawn
+    note = "\n(norms below the floor of $10^{-20}$ are drawn on it: " + ", ".join(floored) + ")" if floored else ""
+    ax.set(xlabel="time step t" + note, ylabel=r"$\|\partial L / \partial h_t\|$ (log scale, floor $10^{-20}$)",
+           ylim=(GRADIENT_FLOOR / 10, top),
            title=f"gradient of a loss at step T={length}; recurrent matrices of radius {scale:.2f}")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left", fontsize=9)  # the curves rise to the right: the upper left is free
     figure.tight_layout()
     return figure
 

@@ -346,13 +346,22 @@ def attention_maps(model: nn.Module, src: torch.Tensor, src_lengths: torch.Tenso
                 m.keep = False
 
 
+# The tallest figure of all heads at once, in inches at 100 dpi: with the explorer's two lines of controls it
+# stays under an 800 px window (chapter 8's encoder view of a 23-character date, 8 pt labels at 17 px a row,
+# was 1,000 px tall).
+ALL_HEADS_HEIGHT = 6.4
+ROW_PITCH = 0.13  # inches a row of a heatmap needs for its 8 pt label (11.1 px), with room between rows
+
+
 def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: Sequence[str], cols: Sequence[str],
                      index: int = 0):
     """Heatmap of one head (or all heads, two a row, when ``head`` is None) of one layer.
 
     Two heatmaps a row, not all side by side: four heads in one row made a figure 14 inches wide,
     which a notebook scales down to about 60%, and its labels to 6 px. Two a row stay within
-    ``seqlab.widgets.FIGURE_WIDTH``, with labels of 8 pt (11 px at 100 dpi).
+    ``seqlab.widgets.FIGURE_WIDTH``, with labels of 8 pt (11 px at 100 dpi). All heads share their axes
+    (labels on the left column and the bottom row only) and fit ALL_HEADS_HEIGHT: a long sequence gets
+    labels down to 7 pt, then every other label, rather than a figure taller than the window.
     """
     import matplotlib.pyplot as plt
 
@@ -366,20 +375,36 @@ def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: 
     heads = list(range(w.shape[0])) if head is None else [head]
     columns = min(len(heads), 2)
     grid_rows = math.ceil(len(heads) / columns)
-    panel_height = max(2.4, 0.17 * len(rows) + 1.1)
-    fig, axes = plt.subplots(grid_rows, columns, figsize=(FIGURE_WIDTH if columns > 1 else 5.0, panel_height * grid_rows),
-                             squeeze=False)
+    figure_extra, panel_extra = (0.75, 0.3) if len(heads) > 1 else (0.6, 0.3)  # inches: labels, titles
+    axes_height = max(1.0, ROW_PITCH * len(rows))
+    if grid_rows > 1:
+        axes_height = min(axes_height, (ALL_HEADS_HEIGHT - figure_extra) / grid_rows - panel_extra)
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(FIGURE_WIDTH if columns > 1 else 5.0,
+                                                          (axes_height + panel_extra) * grid_rows + figure_extra),
+                             squeeze=False, sharex=True, sharey=True)
     for ax in axes.flat[len(heads):]:  # an odd number of heads leaves one panel empty
         ax.set_visible(False)
     for ax, h in zip(axes.flat, heads):
         ax.imshow(w[h], cmap="Blues", vmin=0, vmax=1, aspect="auto")
         ax.set_xticks(range(len(cols)), [c if c != " " else "␣" for c in cols], fontsize=8)
-        ax.set_yticks(range(len(rows)), rows, fontsize=8)
-        ax.set_title(f"{kind} layer {layer}, head {h}", fontsize=9)
-    for ax in axes[-1]:
-        ax.set_xlabel("key (attended) position", fontsize=9)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("query position", fontsize=9)
+        ax.set_title(f"head {h}" if len(heads) > 1 else f"{kind} layer {layer}, head {h}", fontsize=9)
+        ax.tick_params(labelbottom=h + columns >= len(heads), labelleft=h % columns == 0)
+    if len(heads) > 1:  # one title and one label for each axis, not one a panel
+        fig.suptitle(f"{kind} attention, layer {layer}, all {len(heads)} heads", fontsize=10)
+        fig.supxlabel("key (attended) position", fontsize=9)
+        fig.supylabel("query position", fontsize=9)
+    else:
+        axes[0, 0].set(xlabel="key (attended) position", ylabel="query position")
+        axes[0, 0].xaxis.label.set_fontsize(9)
+        axes[0, 0].yaxis.label.set_fontsize(9)
+    fig.tight_layout()
+    # The row labels as large as the rows the layout left them allow: 8 pt, down to 7 pt, then every other one.
+    pitch_pt = axes.flat[0].get_window_extent().height / max(len(rows), 1) * 72 / fig.dpi
+    fontsize = min(8.0, pitch_pt / 1.02)  # a label is as tall as its size in points
+    every = 1 if fontsize >= 7.0 else math.ceil(7.0 * 1.02 / pitch_pt)
+    shown = [r if r != " " else "␣" for r in rows]
+    for ax in axes.flat[:len(heads)]:
+        ax.set_yticks(range(0, len(rows), every), shown[::every], fontsize=max(fontsize, 7.0))
     fig.tight_layout()
     return fig
 

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from seqlab.widgets import show_error, show_figure
+from seqlab.widgets import FIGURE_WIDTH, control_row, show_error, show_figure
 
 __all__ = ["TrellisFrame", "trellis_frame", "draw_trellis", "trellis_explorer"]
 
@@ -71,7 +71,11 @@ def draw_trellis(
     T, N = frame.scores.shape
     if len(states) != N or len(words) != T:
         raise ValueError(f"need {N} state names and {T} words, got {len(states)} and {len(words)}")
-    figure, ax = plt.subplots(figsize=(max(5.0, 0.85 * T + 2.2), 0.36 * N + 1.9))
+    # At most the notebook's width (a wider PNG is shrunk, its text with it): a long sentence gets narrower
+    # columns, and its words stand upright so that they keep apart.
+    upright = T > 8
+    figure, ax = plt.subplots(figsize=(min(FIGURE_WIDTH, max(5.0, 0.85 * T + 2.2)),
+                                       0.36 * N + (2.6 if upright else 1.9)))
     for s, i, j in frame.edges:
         ax.plot([s - 1, s], [i, j], color="0.75", linewidth=0.8, zorder=1)
     ax.plot(np.arange(frame.t + 1), frame.best_path, color="tab:red", linewidth=2.5, zorder=2)
@@ -81,7 +85,10 @@ def draw_trellis(
                       s=70, edgecolors="k", linewidths=0.4, zorder=3)
     colorbar = figure.colorbar(dots, ax=ax, pad=0.01)
     colorbar.set_label(r"$\delta_t(j) - \max_k \delta_t(k)$ (log)")
-    ax.set_xticks(range(T), [f"{w}\n{s}" for s, w in enumerate(words)], fontsize=9)
+    if upright:
+        ax.set_xticks(range(T), [f"{s} {w}" for s, w in enumerate(words)], fontsize=9, rotation=90)
+    else:
+        ax.set_xticks(range(T), [f"{w}\n{s}" for s, w in enumerate(words)], fontsize=9)
     ax.set_yticks(range(N), states)
     ax.set_xlim(-0.5, T - 0.5)
     ax.set_ylim(N - 0.5, -0.5)
@@ -106,7 +113,7 @@ def trellis_explorer(
     Sentences are split on spaces and cut to ``max_words`` words.
     """
     text = widgets.Text(value=initial_sentence, description="sentence", continuous_update=False,
-                        layout=widgets.Layout(width="60%"))
+                        layout=widgets.Layout(width="420px"))  # beside the slider in an 850 px column
     step = widgets.IntSlider(value=0, min=0, max=0, description="step t", continuous_update=False)
     output = widgets.Output()
     cache: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
@@ -141,4 +148,4 @@ def trellis_explorer(
     text.observe(new_sentence, names="value")
     step.observe(redraw, names="value")
     new_sentence()
-    return widgets.VBox([widgets.HBox([text, step]), output])
+    return widgets.VBox([control_row([text, step]), output])

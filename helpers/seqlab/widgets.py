@@ -17,15 +17,17 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-__all__ = ["FIGURE_WIDTH", "show_figure", "show_error", "figure_widget", "wrap_caption", "top_next_words",
-           "context_from_text", "next_word_explorer"]
+__all__ = ["NOTEBOOK_COLUMN_PX", "FIGURE_WIDTH", "SLIDER_WIDTH", "show_figure", "show_error", "figure_widget",
+           "control_row", "wrap_caption", "top_next_words", "context_from_text", "next_word_explorer"]
 
 ProbFn = Callable[[str, tuple], float]
 
-# The widest figure that a notebook shows at its own size, in inches at the inline backend's 100 dpi.
-# JupyterLab 4's output area is about 848 px wide in a 1280 px window with the file browser open
-# (tests/test_browser_widgets.py checks there that such figures are not shrunk); a wider PNG is
-# scaled down to fit, and its text with it.
+# The width of JupyterLab 4's output area in a 1280 px window with the file browser open, in CSS
+# pixels (tests/test_browser_widgets.py measures it there): a wider PNG is scaled down to fit, and
+# its text with it. Figures are drawn at matplotlib's 100 dpi (the inline backend keeps it).
+NOTEBOOK_COLUMN_PX = 840
+# The widest figure that a notebook shows at its own size, in inches: the column less a margin for
+# the saved PNG's padding (tests/test_figures.py checks every course figure against the column).
 FIGURE_WIDTH = 8.2
 
 
@@ -91,7 +93,27 @@ def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.Va
     for control in controls.values():
         control.observe(redraw, names="value")
     redraw()
-    return widgets.VBox([widgets.HBox(list(controls.values())), output])
+    return widgets.VBox([control_row(list(controls.values())), output])
+
+
+# A slider this wide keeps a track of about 200 px beside its 80 px description and its read-out: a drag
+# then moves the value in proportion (at ipywidgets' 300 px default the track was 130 px, and a row of
+# four controls in a 850 px column squeezed it to nothing). Text boxes and drop-downs keep their input
+# readable. Controls that do not fit beside each other go to the next line instead of shrinking.
+SLIDER_WIDTH = "360px"
+CONTROL_MIN_WIDTH = "240px"
+SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntRangeSlider,
+           widgets.FloatRangeSlider, widgets.SelectionSlider, widgets.SelectionRangeSlider)
+
+
+def control_row(controls: Sequence[widgets.Widget]) -> widgets.HBox:
+    """``controls`` side by side, wrapping onto further lines in a narrow notebook; no control shrinks."""
+    for control in controls:
+        if isinstance(control, SLIDERS) and not control.layout.width:
+            control.layout.width = SLIDER_WIDTH
+        control.layout.min_width = control.layout.width or CONTROL_MIN_WIDTH
+        control.layout.flex = "0 0 auto"
+    return widgets.HBox(list(controls), layout=widgets.Layout(flex_flow="row wrap", width="100%"))
 
 
 def wrap_caption(text: str, width: float = FIGURE_WIDTH, fontsize: float = 9.0) -> str:
@@ -156,8 +178,9 @@ def next_word_explorer(
 
     def draw(text: str, n: int, k: int) -> Figure:
         context = context_from_text(text, n, vocab, bos=bos, unk=unk)
-        figure, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 0.3 * k + 1.8), squeeze=False,
-                                    sharex=True)
+        # The notebook's width and, with the controls, a laptop's window: at most 6.4 inches tall (25 words at 18 px)
+        size = (min(3.6 * len(models), FIGURE_WIDTH), min(0.3 * k + 1.8, 6.4))
+        figure, axes = plt.subplots(1, len(models), figsize=size, squeeze=False, sharex=True)
         largest = 0.0
         for ax, (name, by_order) in zip(axes[0], models.items()):
             best = [(w, p) for w, p in top_next_words(by_order[n], context, candidates, k) if p > 0]
