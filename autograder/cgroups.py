@@ -60,6 +60,13 @@ class Cgroup:
                     return None, f"no cgroup v1 '{controller}' controller is mounted"
                 folders[controller] = base / name
                 folders[controller].mkdir()
+            # what the group's processes used of the CPU (owntime.GroupCpu): cpuacct, mounted with cpu or apart
+            if not (folders["cpu"] / "cpuacct.usage").exists() and (ROOT / "cpuacct" / "cgroup.procs").exists():
+                folders["cpuacct"] = ROOT / "cpuacct" / name
+                try:
+                    folders["cpuacct"].mkdir()
+                except OSError:
+                    del folders["cpuacct"]  # then the CPU time of a submission's children is not counted
             return cls(folders, v2=False), ""
         except OSError as error:
             return None, f"control groups cannot be created here ({error.strerror})"
@@ -92,6 +99,19 @@ class Cgroup:
     def memory_used(self) -> int:
         folder = self.folders["memory"]
         return _read_int(folder / ("memory.current" if self.v2 else "memory.usage_in_bytes"))
+
+    def open_cpu_usage(self) -> tuple[int | None, str | None]:
+        """An open, read-only file of the CPU time that the group's processes have used together, and its unit
+        ("usec": v2's cpu.stat, usage_usec; "ns": v1's cpuacct.usage); (None, None) where there is none."""
+        if self.v2:
+            path, unit = self.folders["cpu"] / "cpu.stat", "usec"
+        else:
+            folder = self.folders.get("cpuacct", self.folders["cpu"])
+            path, unit = folder / "cpuacct.usage", "ns"
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC), unit
+        except OSError:
+            return None, None
 
     def counters(self) -> dict[str, int]:
         """How often each limit was hit so far."""

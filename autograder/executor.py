@@ -161,20 +161,24 @@ def start_runners(sandbox: Sandbox, plan: Plan) -> tuple[Side, Side]:
     t_ours, t_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     peer_s, peer_t = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     budget = sandbox.limits.output_bytes
+    # the CPU time of all the student sandbox's processes, for both runners' clocks (owntime.GroupCpu)
+    group_cpu, group_unit = sandbox.cgroup.open_cpu_usage() if sandbox.cgroup is not None else (None, None)
     try:
         backstop = sandbox.limits.backstop
         figures = sandbox.limits.figures
-        sandbox.student.fork({"side": "s", "output_bytes": budget, "backstop": backstop, "figures": figures}, s_theirs,
-                             peer_s)
+        sandbox.student.fork({"side": "s", "output_bytes": budget, "backstop": backstop, "figures": figures,
+                              "group_cpu_unit": group_unit}, s_theirs, peer_s, group_cpu=group_cpu)
         watch = sandbox.student.open_schedstat()  # the student's run-queue wait, for the test kernel's clock
         try:
             sandbox.trusted.fork({"side": "t", "output_bytes": budget, "answer_names": plan.answer_names,
-                                  "classes": plan.classes, "backstop": backstop, "figures": figures}, t_theirs, peer_t,
-                                 watch)
+                                  "classes": plan.classes, "backstop": backstop, "figures": figures,
+                                  "group_cpu_unit": group_unit}, t_theirs, peer_t, watch, group_cpu=group_cpu)
         finally:
             if watch is not None:
                 os.close(watch)
     finally:
+        if group_cpu is not None:
+            os.close(group_cpu)
         for sock in (s_theirs, t_theirs, peer_s, peer_t):
             sock.close()
     return Side("student", sandbox.student, Channel(s_ours, CONTROL_FRAME_BYTES, CONTROL_FRAME_VALUES)), \

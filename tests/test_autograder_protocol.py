@@ -199,6 +199,41 @@ def test_a_reference_to_a_trusted_global_by_name_is_refused():
     assert runner.shell.user_ns == TRUSTED
 
 
+def test_an_answer_bound_to_the_test_kernels_own_object_is_refused():
+    """A handle the test kernel lent the student's code (its own function or model, passed in an earlier call) comes
+    back as {"$": "ref", "side": "t"} and decodes to the test's object itself: bound to an answer name, a test would
+    call the test's own code in the student's name. Answers are the student's handles or data (issue 39)."""
+    runner = trusted_runner(dict(TRUSTED), ANSWERS)
+    lent = runner.codec.keep(expect_same)  # what a test handed the student's code earlier
+    box = {"$": "obj", "cls": "course:Box", "v": [["f", lent]]}
+    for value in (lent, {"$": "list", "v": [handle(), lent]}, {"$": "dict", "v": [["f", lent]]}, box,
+                  {"$": "tuple", "v": [1, {"$": "list", "v": [lent]}]}):
+        runner.peer.node = {"$": "dict", "v": [["answer", value], ["rate", 0.5]]}
+        problems = runner.bind_names()
+        assert problems and "test kernel's own objects" in problems[0] and "'answer'" in problems[0], (value, problems)
+        assert "answer" not in runner.shell.user_ns and "rate" not in runner.shell.user_ns
+    # the student's own handles, alone or in data, and data are still answers
+    runner.peer.node = {"$": "dict", "v": [["answer", {"$": "list", "v": [handle(), 1.5]}], ["Model", handle("Model")],
+                                           ["rate", {"$": "obj", "cls": "course:Box", "v": [["x", 2]]}]]}
+    assert runner.bind_names() == []
+    assert isinstance(runner.shell.user_ns["answer"][0], Remote) and isinstance(runner.shell.user_ns["Model"], Remote)
+
+
+def holds(value, obj, depth: int = 0) -> bool:
+    """Whether ``obj`` itself lies anywhere inside a decoded value."""
+    if value is obj:
+        return True
+    if depth > 400:
+        return False
+    if isinstance(value, dict):
+        return any(holds(k, obj, depth + 1) or holds(v, obj, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(holds(x, obj, depth + 1) for x in value)
+    if isinstance(value, Box):
+        return any(holds(x, obj, depth + 1) for x in vars(value).values())
+    return False
+
+
 # What a fuzzed answer is made of
 KEYS_ASKED = list(ANSWERS)
 KEYS_TRUSTED = ["expect_same", "check", "np", "expected", "secret_table", "__builtins__"]
@@ -281,6 +316,7 @@ def test_fuzz_the_trusted_runners_answer_handling():
     for round_ in range(3000):
         if round_ % 40 == 0:  # a fresh test kernel now and then; in between, earlier bindings stay (may_bind)
             runner = trusted_runner(dict(TRUSTED), ANSWERS)
+            runner.codec.keep(check)  # lent to the student's code: {"$": "ref", "side": "t", "id": 1} decodes to it
         before = dict(runner.shell.user_ns)
         runner.peer.node, bad = random_answer(rng)
         problems = runner.bind_names()  # never raises
@@ -295,6 +331,8 @@ def test_fuzz_the_trusted_runners_answer_handling():
         assert not changed & set(dir(builtins))
         for name in changed - set(ANSWERS):
             assert not contains_remote(after[name]), f"a handle was bound for {name!r}, which is no answer"
+        for name in changed:
+            assert not holds(after[name], check), f"{name!r} was bound to the test kernel's own object"
         counts["handles"] += sum(isinstance(after[n], Remote) for n in changed)
         if bad:
             assert problems and not changed, (runner.peer.node if len(str(runner.peer.node)) < 2000 else "", problems)
@@ -863,6 +901,14 @@ import torch
 
 def draw(n):
     return [float(np.random.standard_normal()) for _ in range(n)] + [random.random(), float(torch.rand(1))]
+
+def steer():
+    # what a submission does to choose a hidden test's random inputs: its own seeds, an all-zero MT19937
+    np.random.seed(0); random.seed(0); torch.manual_seed(0)
+    np.random.set_state(("MT19937", np.zeros(624, dtype=np.uint32), 624, 0, 0.0))
+
+def call_back(f):
+    return [f(), f()]
 """
 
 RANDOM_TEST = """
@@ -870,33 +916,54 @@ import random
 import numpy as np
 import torch
 
-def sequence(draw_here):
-    np.random.seed(3); random.seed(3); torch.manual_seed(3)
-    out = [draw_here(1)]                                     # an odd number of normals: one Gaussian kept
-    out.append(float(np.random.standard_normal()))            # the test's draw uses it up (no other word moves)
-    out.append(draw_here(2))
-    out.append(float(np.random.standard_normal()))
-    np.random.set_state(np.random.get_state())                # the same state set again: nothing changes
-    out.append(draw_here(3) + [float(np.random.rand()), random.random(), float(torch.rand(1))])
-    return out
+def seed_all(k):
+    np.random.seed(k); random.seed(k); torch.manual_seed(k)
+
+def state():
+    _, keys, pos, has_gauss, gauss = np.random.get_state()
+    return keys.tobytes(), pos, has_gauss, gauss, random.getstate(), torch.get_rng_state().numpy().tobytes()
 
 def draw_here(n):
     return [float(np.random.standard_normal()) for _ in range(n)] + [random.random(), float(torch.rand(1))]
 
-one_kernel = sequence(draw_here)
-two_kernels = sequence(draw)
-assert two_kernels == one_kernel, (two_kernels, one_kernel)
-print("same draws")
+seed_all(3)
+before = state()
+a = draw(3)                                  # an odd number of normals: the student's generator keeps a Gaussian
+assert state() == before, "the student's draws moved the test's generators"
+seed_all(3)
+assert a == draw_here(3), "the student's code draws where the test's seeds put it"
+seed_all(3)
+assert draw(3) == a, "the same seeds again (the states sent last): the same draws"
+c = draw(3)                                  # the test did nothing: the student's code goes on from its own, kept
+seed_all(3); draw_here(3)                    # Gaussian included
+assert c == draw_here(3), "two calls in a row draw on, as in one kernel"
+seed_all(9)
+np.random.standard_normal(); random.random(); torch.rand(1)  # the test draws: it keeps the pair's second Gaussian
+e = draw(2)
+seed_all(9); np.random.standard_normal(); random.random(); torch.rand(1)
+assert e == draw_here(2), "after the test's own draws the student's code starts where they left off"
+seed_all(7)
+steer()                                      # the student's code sets its generators: the test's stay its own
+hidden = draw_here(4)
+seed_all(7)
+assert hidden == draw_here(4), "a hidden test's random inputs moved by the student's code"
+seed_all(11)
+before = state()
+drawn = call_back(lambda: float(torch.rand(1)))   # the test's code, called back by the student's: it draws from
+assert state() == before and drawn[0] != drawn[1]  # the student's generators, and the test's are undone after
+print("own draws")
 """
 
 
 @pytest.mark.slow
-def test_the_global_random_states_travel_with_each_call_as_in_one_kernel(sandbox):
-    # the student's code draws from the global generators of NumPy (its kept Gaussian too), random and torch; the
-    # test's own draws between the calls continue where the student's left off, as if both ran in one kernel
-    execution, nb = execute(sandbox, [RANDOM_DRAWS, RANDOM_TEST], tests={1}, answer_names=["draw"])
+def test_the_test_kernel_keeps_its_own_global_random_states(sandbox):
+    """The student's code draws from the global generators of NumPy (a kept Gaussian too), random and torch where the
+    test's seeds put it, and on from its own between the test's seeds and draws, as in one kernel; but what it does to
+    its generators (draws, seeds, an all-zero state) never reaches the test kernel's: a hidden test that draws its
+    inputs from them gets what the course chose (issue 39)."""
+    execution, nb = execute(sandbox, [RANDOM_DRAWS, RANDOM_TEST], tests={1}, answer_names=["draw", "steer", "call_back"])
     assert execution.replies == {0: "ok", 1: "ok"}, texts(nb, 1)
-    assert "same draws" in texts(nb, 1)
+    assert "own draws" in texts(nb, 1)
 
 
 def test_emptying_a_shared_folder_keeps_the_binds_inside_it_and_removes_all_else(tmp_path):

@@ -8,9 +8,16 @@ own time = wall time since the cell (or a call from a test) began
 
 The run-queue wait is the second field of /proc/thread-self/schedstat (nanoseconds; the first is time on a
 CPU). Sleeping or blocking (on a socket, a pipe, a child process) is NOT forgiven: it counts as time used,
-so own time is never more lenient than the thread's own CPU time plus its own blocking. Waiting under the
-sandbox's CPU quota (cgroups.py: one core for all the submission's processes) is run-queue wait too, so a
-submission that starts CPU hogs of its own is forgiven that wait as well; the backstop bounds it.
+so own time is never more lenient than the thread's own CPU time plus its own blocking.
+
+The student's other processes: waiting under the sandbox's CPU quota (cgroups.py: one core for all the
+submission's processes) is run-queue wait too, so a submission that forks CPU hogs would be forgiven the wait
+its own hogs cause, and their CPU time counted nowhere. So where the student sandbox's control group can be
+read (``GroupCpu``: its CPU usage, an open file handed down by the grader to both runners), own time is never
+less than the CPU time that group used since the cell (or the call) began: every process of the submission,
+children and threads included. An honest runner is one thread and its group uses no more than its own time;
+a cell that forks CPU burners is stopped once they and it together have used its limit of CPU time. The test
+kernel's clock counts the student's group in the same way (the student's code runs there during its calls).
 
 The backstop: whatever the run-queue says, wall time beyond ``backstop × limit`` always stops the cell.
 Where /proc/thread-self/schedstat cannot be read (not Linux, a kernel without scheduler statistics), the
@@ -93,6 +100,42 @@ def _fields(fd: int) -> tuple[int, int, int] | None:
         return None
 
 
+class GroupCpu:
+    """The CPU time used so far by every process of a control group, in seconds, from an open file handed down by
+    the grader (cgroups.py, ``Cgroup.open_cpu_usage``): cgroup v1's ``cpuacct.usage`` (nanoseconds) or v2's
+    ``cpu.stat`` (``usage_usec``). Reading costs 15-20 µs, so a reading is kept for ``KEEP_S``."""
+
+    KEEP_S = 0.01
+
+    def __init__(self, fd: int, unit: str):
+        self.fd, self.unit = fd, unit
+        self.last, self.read_at = 0.0, -math.inf
+        self.available = self._read() is not None
+
+    def _read(self) -> float | None:
+        try:
+            text = os.pread(self.fd, 4096, 0).decode("ascii", "replace")
+            if self.unit == "usec":
+                for line in text.splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) / 1e6
+                return None
+            return int(text.split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def used(self) -> float:
+        """Seconds of CPU the group has used (never decreasing; at most KEEP_S old)."""
+        now = time.monotonic()
+        if now - self.read_at >= self.KEEP_S:
+            value = self._read()
+            if value is not None and value >= self.last:
+                self.last = value
+            self.read_at = now
+        return self.last
+
+
 def available() -> tuple[bool, str]:
     """Whether this machine can tell own time (checked in the calling thread), and if not, why."""
     queue = RunQueue()
@@ -108,7 +151,7 @@ class Clock:
     """The time limit of one cell or one call: ``limit`` seconds of own time, ``wall_limit`` seconds of wall time."""
 
     def __init__(self, limit: float, wall_limit: float, queue: RunQueue, call: bool = False,
-                 peer: RunQueue | None = None):
+                 peer: RunQueue | None = None, group: GroupCpu | None = None):
         self.limit, self.wall_limit, self.queue = float(limit), float(wall_limit), queue
         self.call = call  # the student's code called from a test: its limit is what the test cell had left
         # the test kernel's clock: the student runner's run-queue wait, read from outside. With it, this clock
@@ -116,6 +159,9 @@ class Clock:
         # it to the student's own clock until the backstop.
         self.peer = peer if peer is not None and peer.available else None
         self.peer_at = 0.0  # the student's wait when the calls in flight began
+        # the student sandbox's processes together (GroupCpu): own time is never less than the CPU they used
+        self.group = group if group is not None and group.available else None
+        self.group0 = self.group.used() if self.group is not None else 0.0
         self.start = time.monotonic()
         self.wait0 = queue.wait()
         self.credit = 0.0  # the other runner's run-queue wait during calls made to it
@@ -130,7 +176,12 @@ class Clock:
         return self.queue.wait() - self.wait0
 
     def own(self) -> float:
-        return self.wall() - self.waited() - self.credit - self.peer_waiting()
+        own = self.wall() - self.waited() - self.credit - self.peer_waiting()
+        return max(own, self.group_used()) if self.group is not None else own
+
+    def group_used(self) -> float:
+        """CPU seconds the student sandbox's processes used since this clock began (0 where unknown)."""
+        return self.group.used() - self.group0 if self.group is not None else 0.0
 
     def peer_waiting(self) -> float:
         """The student's run-queue wait so far in the calls in flight (credited for good when they end)."""
@@ -146,8 +197,11 @@ class Clock:
         return self.limit - self.own(), self.wall_limit - self.wall()
 
     def figures(self) -> dict:
-        return {"wall_s": round(self.wall(), 3), "own_s": round(self.own(), 3), "waited_s": round(self.waited(), 3),
-                "credit_s": round(self.credit, 3)}
+        figures = {"wall_s": round(self.wall(), 3), "own_s": round(self.own(), 3), "waited_s": round(self.waited(), 3),
+                   "credit_s": round(self.credit, 3)}
+        if self.group is not None:
+            figures["group_cpu_s"] = round(self.group_used(), 3)
+        return figures
 
     def expired(self) -> str | None:
         """Why the time is up (the CellTimeout's message; the grader looks for "backstop" in it), or None."""
@@ -159,6 +213,9 @@ class Clock:
         in_flight_ok = self.in_flight and (not self.keeps_limit_in_flight() or own_left > -IN_FLIGHT_GRACE_S)
         if own_left <= 0 and not in_flight_ok and not self.over:
             limit = f"the {self.limit:.1f} s its test cell had left" if self.call else f"its time limit of {self.limit:g} s"
+            if self.group is not None and self.group_used() >= self.wall() - self.waited() - self.credit - self.peer_waiting():
+                return (f"{what} ran past {limit} and was interrupted (own time {self.own():.1f} s: the CPU time "
+                        f"that the student's processes used together, {self.wall():.1f} s of wall time)")
             return (f"{what} ran past {limit} and was interrupted (own time {self.own():.1f} s: {self.wall():.1f} s "
                     f"of wall time, less {self.waited() + self.credit:.1f} s spent waiting for a CPU that other "
                     "processes held)")

@@ -30,7 +30,7 @@ import sys
 import time
 import traceback
 
-from owntime import CLOCKS, CellTimeout, Clock, RunQueue, on_alarm  # noqa: F401
+from owntime import CLOCKS, CellTimeout, Clock, GroupCpu, RunQueue, on_alarm  # noqa: F401
 from wire import Channel, Codec, Peer, Remote, RemoteError, WireError, only_data, raised_by_peer, write_back  # noqa: F401
 
 CALL_OUTPUT_BYTES = 64 * 1024  # what a student's function may print during one call from a test (then dropped)
@@ -184,7 +184,10 @@ def screen_bound(values, asked: set[str], may_bind, may_be_handle, course_classe
     dict of names, or that holds a name nobody asked for (the course's `expect_same`, numpy's `np`, ...), is the
     student's error, and nothing of it is taken. Of the names asked for, one the test kernel holds of its own
     (``may_bind``) is left alone, and one that is not an answer (``may_be_handle``) is taken only as data: a
-    given cell's name never becomes a handle to code in the student's kernel."""
+    given cell's name never becomes a handle to code in the student's kernel. An answer is the student's code (a
+    handle to it) or data: one that holds a handle the test kernel lent (its own function or model, which the
+    student's code was given in an earlier call) would make a test call the test's own code in the student's name;
+    it is the student's error, and nothing of the answer is taken."""
     if not isinstance(values, dict):
         return {}, [f"a {type(values).__name__}, not a dict of names"]
     odd = [name for name in values if not isinstance(name, str) or not name.isidentifier()]
@@ -193,6 +196,11 @@ def screen_bound(values, asked: set[str], may_bind, may_be_handle, course_classe
     unasked = [name for name in values if name not in asked]
     if unasked:
         return {}, [f"names it was not asked for ({listed(unasked)})"]
+    theirs = [name for name, value in values.items()
+              if may_be_handle(name) and not only_data(value, course_classes, handles=True)]
+    if theirs:
+        return {}, [f"answers that are the test kernel's own objects, lent to the student's code, not the student's "
+                    f"code or data ({listed(theirs)})"]
     return {name: value for name, value in values.items()
             if may_bind(name) and (may_be_handle(name) or only_data(value, course_classes))}, []
 
@@ -236,8 +244,15 @@ class Runner:
         # the test kernel: the student runner's run-queue wait, read from outside (never the student's word for it)
         watch = config.get("peer_schedstat_fd")
         self.peer_queue = RunQueue(fd=watch) if side == "t" and isinstance(watch, int) else None
+        # both runners: the CPU time of the student sandbox's processes together (its control group), never less
+        # than a cell's own time (owntime.GroupCpu)
+        group_fd, group_unit = config.get("group_cpu_fd"), config.get("group_cpu_unit")
+        self.group_cpu = GroupCpu(group_fd, str(group_unit)) if isinstance(group_fd, int) else None
         self.backstop = max(1.0, float(config.get("backstop", BACKSTOP)))
-        self.peer = Peer(Channel(peer), self.codec, self.serve, self.peer_timeout, hooks=self)
+        self.peer = Peer(Channel(peer), self.codec, self.serve, self.peer_timeout, hooks=self,
+                         keeps_own_randomness=side == "t", peer_keeps_own_randomness=side == "s")
+        if side == "t":
+            self.peer.randoms.watch_seeding()
         self.peer.errors["CellTimeout"] = CellTimeout  # a call of the student's code that ran out of time
         self.answer_names: list[str] = list(config.get("answer_names", []))
         self.bound: dict[str, object] = {}  # trusted side: what bind_names put into the namespace, by name
@@ -305,7 +320,7 @@ class Runner:
             own, wall = message.get("seconds"), message.get("wall")
             own = float(own) if isinstance(own, (int, float)) and own > 0 else IDLE_S
             wall = float(wall) if isinstance(wall, (int, float)) and wall > 0 else own * self.backstop
-            clock = Clock(own, wall, self.queue, call=True)
+            clock = Clock(own, wall, self.queue, call=True, group=self.group_cpu)
             clock.open()
         return clock, began
 
@@ -468,7 +483,7 @@ class Runner:
         self.outputs_ref[0] = outputs
         saved = sys.stdout, sys.stderr
         self.shell.last_error_line, self.shell.last_error_from_peer = None, False
-        clock = Clock(timeout, self.backstop * timeout, self.queue, peer=self.peer_queue)
+        clock = Clock(timeout, self.backstop * timeout, self.queue, peer=self.peer_queue, group=self.group_cpu)
         result, late, refused = None, None, []
         calls = self.peer.calls, self.peer.call_s, self.peer.remote_s
         try:
@@ -583,10 +598,11 @@ class Runner:
                         channels = [self.control.sock]
 
 
-def main(control_fd: int, peer_fd: int, config: dict, watch_fd: int | None = None) -> None:
+def main(control_fd: int, peer_fd: int, config: dict, watch_fd: int | None = None, group_fd: int | None = None) -> None:
     control = socket.socket(fileno=control_fd)
     peer = socket.socket(fileno=peer_fd)
-    runner = Runner(config["side"], control, peer, {**config, "peer_schedstat_fd": watch_fd})
+    runner = Runner(config["side"], control, peer, {**config, "peer_schedstat_fd": watch_fd, "group_cpu_fd": group_fd})
     runner.control.send({"ready": True, "own_time": runner.queue.available, "own_time_problem": runner.queue.reason,
-                         "peer_time": runner.peer_queue is not None and runner.peer_queue.available})
+                         "peer_time": runner.peer_queue is not None and runner.peer_queue.available,
+                         "group_cpu": runner.group_cpu is not None and runner.group_cpu.available})
     runner.loop()

@@ -618,27 +618,33 @@ if torch is not None:
     DATA_LEAVES += (torch.Tensor, torch.dtype, torch.device)
 
 
-def only_data(value, course_classes=(), depth: int = 0) -> bool:
+def only_data(value, course_classes=(), depth: int = 0, handles: bool = False) -> bool:
     """Whether a decoded value is data all the way down: no handle to the other side's objects, no iterator, no
-    object that is neither data nor an instance of one of ``course_classes`` (which travel by their fields)."""
+    object that is neither data nor an instance of one of ``course_classes`` (which travel by their fields).
+
+    ``handles``: handles to the other side's objects are allowed too (data and the other side's code, but none of
+    this side's own objects: what an answer name of the student's may hold, in the test kernel)."""
     if type(value) in PLAIN_TYPES:
         return True
     if depth > 2 * MAX_DEPTH:  # deeper than decode() builds: refuse rather than recurse
         return False
     d = depth + 1
+    if handles and type(value) in (Remote, RemoteMethod):
+        return True
     if type(value) in course_classes:  # (first: a course class may subclass a tuple, or even an int)
         items = field_values(value) + (list(value) if isinstance(value, tuple) else [])
-        return all(only_data(x, course_classes, d) for x in items)
+        return all(only_data(x, course_classes, d, handles) for x in items)
     if isinstance(value, DATA_LEAVES):
         return True
     if isinstance(value, (list, tuple, set, frozenset)):  # (a given cell's corpus: a million words, so the leaves first)
-        return all(type(x) in PLAIN_TYPES or only_data(x, course_classes, d) for x in value)
+        return all(type(x) in PLAIN_TYPES or only_data(x, course_classes, d, handles) for x in value)
     if isinstance(value, dict):
-        return all(only_data(k, course_classes, d) and only_data(v, course_classes, d) for k, v in value.items())
+        return all(only_data(k, course_classes, d, handles) and only_data(v, course_classes, d, handles)
+                   for k, v in value.items())
     if isinstance(value, np.ndarray):
-        return value.dtype != object or all(only_data(x, course_classes, d) for x in value.flat)
+        return value.dtype != object or all(only_data(x, course_classes, d, handles) for x in value.flat)
     if isinstance(value, slice):
-        return all(only_data(x, course_classes, d) for x in (value.start, value.stop, value.step))
+        return all(only_data(x, course_classes, d, handles) for x in (value.start, value.stop, value.step))
     return False
 
 
@@ -759,8 +765,18 @@ def write_back(target, new) -> None:
 # -- global random states ------------------------------------------------------------------------------
 
 class RandomStates:
-    """The global random states of torch, NumPy and random travel with each call, there and back: only those that
-    changed since the last exchange, and a state is read where that is cheap.
+    """The global random states of torch, NumPy and random travel with each request: only those that changed since
+    the last exchange, and a state is read where that is cheap.
+
+    Both directions, except one: the test kernel (``keeps_own``) never takes the student's states. Its requests
+    carry its states when they changed (or the test seeded them, ``watch_seeding``), so that the student's code
+    draws where the test's seed put it; the student's code then goes on drawing from its own generators, call after
+    call, as it would in one kernel, until the test seeds or draws again. After each request the test kernel's
+    generators are as they were before it (``settle``), whatever the student's code did to its own: hidden tests that
+    draw their inputs from the global generators draw what the course chose, never a state the student's code set
+    (an all-zero generator, a seed whose inputs a wrong answer passes). While the student's code calls back into the
+    test kernel (a test's toy model), the test's code there draws from the student's states, as in one kernel;
+    they too are undone when the request ends.
 
     NumPy's legacy ``get_state`` copies 624 words into a new array (about 40 µs, four times a call); the same words
     lie in the MT19937 generator's own memory, read here as bytes in about 1 µs (checked against ``get_state`` once;
@@ -769,10 +785,14 @@ class RandomStates:
     the words), but using it up changes nothing else, so while one is kept the full state is read every time.
     """
 
-    def __init__(self):
+    def __init__(self, keeps_own: bool = False):
         self.last: dict[str, object] = {}
         self.gauss_kept = True  # until a full read says otherwise
         self.np_words = _np_state_words()
+        self.keeps_own = keeps_own
+        self.reseeded: set[str] = set()  # generators the test seeded since the last exchange (watch_seeding)
+        self.setters = {"np": np.random.set_state, "py": random.setstate,
+                        "torch": torch.set_rng_state if torch is not None else None}
 
     def _raw(self) -> dict[str, object]:
         words = self.np_words() if self.np_words is not None and not self.gauss_kept else None
@@ -789,11 +809,11 @@ class RandomStates:
         return raw
 
     def outgoing(self) -> dict[str, str]:
-        """The states that changed since the last exchange."""
+        """The states that changed (or were seeded) since the last exchange."""
         now = self._raw()
         changed = {}
         for key, value in now.items():
-            if key != "np_words" and self.last.get(key) != value:
+            if key != "np_words" and (self.last.get(key) != value or key in self.reseeded):
                 if key == "np":
                     keys, pos, has_gauss, gauss = value
                     changed[key] = json.dumps(["MT19937", _b64(keys), int(pos), int(has_gauss), float(gauss)])
@@ -802,6 +822,7 @@ class RandomStates:
                     changed[key] = json.dumps([version, list(internal), gauss])
                 else:
                     changed[key] = _b64(value)
+        self.reseeded.clear()
         self.last = now
         return changed
 
@@ -812,17 +833,60 @@ class RandomStates:
             if "np" in states:
                 kind, keys, pos, has_gauss, gauss = json.loads(states["np"])
                 words = np.frombuffer(_unb64(keys), dtype=np.uint32).copy()
-                np.random.set_state((str(kind), words, int(pos), int(has_gauss), float(gauss)))
+                self.setters["np"]((str(kind), words, int(pos), int(has_gauss), float(gauss)))
             if "py" in states:
                 version, internal, gauss = json.loads(states["py"])
-                random.setstate((int(version), tuple(int(x) for x in internal), gauss))
+                self.setters["py"]((int(version), tuple(int(x) for x in internal), gauss))
             if "torch" in states and torch is not None:
                 raw = np.frombuffer(_unb64(states["torch"]), dtype=np.uint8).copy()
-                torch.set_rng_state(torch.from_numpy(raw))
+                self.setters["torch"](torch.from_numpy(raw))
         except (ValueError, TypeError, RuntimeError, OverflowError) as error:
             raise WireError(f"a malformed random state ({error})") from None
         self.gauss_kept = True  # the state just set may keep one: the next read is a full one
         self.last = self._raw()
+
+    def settle(self, own: dict[str, object]) -> None:
+        """The test kernel, after a request in which the student's code called back into it: its generators as they
+        were before the request (``own``, its ``last`` then), wherever the callbacks left them."""
+        now = self._raw()
+        if now.get("np") != own.get("np"):
+            keys, pos, has_gauss, gauss = own["np"]
+            self.setters["np"](("MT19937", np.frombuffer(keys, dtype=np.uint32).copy(), pos, has_gauss, gauss))
+            self.gauss_kept = True
+        if now.get("py") != own.get("py"):
+            self.setters["py"](own["py"])
+        if "torch" in own and now.get("torch") != own["torch"]:
+            self.setters["torch"](torch.from_numpy(np.frombuffer(own["torch"], dtype=np.uint8).copy()))
+        self.last = own
+
+    def watch_seeding(self) -> None:
+        """The test kernel: seeding a global generator (torch.manual_seed, np.random.seed, random.seed, or setting a
+        state) sends that state with the next request even if it equals the one sent last: ``torch.manual_seed(0);
+        a = f(); torch.manual_seed(0); b = f()`` gives ``a == b``, as in one kernel. (Without it, a state equal to the
+        last one sent reads as "the test did nothing", and the student's code would go on from its own.)"""
+        import functools
+
+        def watched(function, key):
+            @functools.wraps(function)
+            def seeding(*args, **kwargs):
+                result = function(*args, **kwargs)
+                self.reseeded.add(key)
+                if key == "np":
+                    self.gauss_kept = True  # the words may be the same as before: read the whole state
+                return result
+            return seeding
+
+        places = [(np.random, "seed", "np"), (np.random, "set_state", "np"), (random, "seed", "py"),
+                  (random, "setstate", "py")]
+        if torch is not None:
+            places += [(torch, "manual_seed", "torch"), (torch.random, "manual_seed", "torch"), (torch, "seed", "torch"),
+                       (torch.random, "seed", "torch"), (torch, "set_rng_state", "torch"),
+                       (torch.random, "set_rng_state", "torch")]
+        for module, name, key in places:
+            function = getattr(module, name, None)
+            if function is not None and not getattr(function, "seqlab_watched", False):
+                setattr(module, name, watched(function, key))
+                getattr(module, name).seqlab_watched = True
 
 
 def _np_state_words() -> Callable[[], bytes] | None:
@@ -914,7 +978,8 @@ class Peer:
     """
 
     def __init__(self, channel: Channel, codec: Codec, serve: Callable[[dict], dict],
-                 timeout: Callable[[], tuple[float, float]], hooks=None):
+                 timeout: Callable[[], tuple[float, float]], hooks=None, keeps_own_randomness: bool = False,
+                 peer_keeps_own_randomness: bool = False):
         self.channel = channel
         self.codec = codec
         codec.peer = self
@@ -924,7 +989,11 @@ class Peer:
         # None); answer_begun(message) -> token, answer_ended(token) -> fields added to the reply
         self.hooks = hooks
         self.errors: dict[str, type] = {}  # error names of the other side raised here as these classes
-        self.randoms = RandomStates()
+        # the test kernel keeps its own global random states (RandomStates): it never takes the student's, and the
+        # student's replies need not carry them
+        self.randoms = RandomStates(keeps_own=keeps_own_randomness)
+        self.answered = 0  # requests of the other side answered (callbacks while this side waits)
+        self.peer_keeps_own_randomness = peer_keeps_own_randomness
         self.next_id = 1
         self.broken: str | None = None
         self.broke_protocol = False  # the other side sent what is not a frame within the limits (not merely silence)
@@ -970,6 +1039,7 @@ class Peer:
         ident = self.next_id
         self.next_id += 1
         message = {"kind": "req", "id": ident, "op": op, "rng": self.randoms.outgoing()}
+        own_states, answered = self.randoms.last, self.answered
         args = None
         if "args" in fields:
             args = [_Items(a) if _is_iterator(a) else a for a in fields.pop("args")]
@@ -1010,7 +1080,10 @@ class Peer:
         finally:
             if self.hooks is not None:
                 self.hooks.request_ended(token, reply)
-        self.randoms.incoming(reply.get("rng"))
+            if self.randoms.keeps_own and self.answered != answered:  # callbacks ran the test's code on the student's
+                self.randoms.settle(own_states)                      # states: the test's own come back
+        if not self.randoms.keeps_own:
+            self.randoms.incoming(reply.get("rng"))
         if isinstance(reply.get("ran_s"), (int, float)) and math.isfinite(reply["ran_s"]):
             ran[0] = float(reply["ran_s"])
         if args is not None and isinstance(reply.get("changed"), dict):
@@ -1043,6 +1116,7 @@ class Peer:
     def answer(self, message: dict) -> dict:
         """Answer one request of the other side (called while this side waits for its own reply)."""
         token = None
+        self.answered += 1
         try:
             if self.hooks is not None:
                 token = self.hooks.answer_begun(message)  # the time limit of this request (owntime.py)
@@ -1056,5 +1130,7 @@ class Peer:
             reply = {"error": {"type": type(error).__name__, "message": str(error)[:4000]}}
         if self.hooks is not None:
             reply.update(self.hooks.answer_ended(token))
-        reply.update({"kind": "rep", "id": message.get("id"), "rng": self.randoms.outgoing()})
+        reply.update({"kind": "rep", "id": message.get("id")})
+        if self.randoms.keeps_own or not self.peer_keeps_own_randomness:  # (the test kernel ignores the student's)
+            reply["rng"] = self.randoms.outgoing()
         return reply

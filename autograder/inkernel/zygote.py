@@ -149,7 +149,8 @@ def _address_space() -> int:
     return 0
 
 
-def run_child(request: dict, control_fd: int, peer_fd: int, watch_fd: int | None = None) -> None:
+def run_child(request: dict, control_fd: int, peer_fd: int, watch_fd: int | None = None,
+              group_fd: int | None = None) -> None:
     """In the forked child: become a runner on the two inherited sockets."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
@@ -169,7 +170,7 @@ def run_child(request: dict, control_fd: int, peer_fd: int, watch_fd: int | None
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import runner
 
-    runner.main(control_fd, peer_fd, request["config"], watch_fd)
+    runner.main(control_fd, peer_fd, request["config"], watch_fd, group_fd)
 
 
 def clean_shared(child: int, folders: list[str], kill_all: bool) -> list[str]:
@@ -253,15 +254,20 @@ def serve(control: socket.socket, shared: list[str], kill_all: bool) -> None:
             for fd in fds:
                 os.close(fd)
             continue
-        if request.get("op") != "fork" or len(fds) not in (2, 3):  # (the third: the student runner's schedstat)
+        # after the two sockets, the descriptors that request["extra_fds"] names, in its order: "peer_schedstat" (the
+        # student runner's, for the test kernel), "group_cpu" (the student sandbox's CPU usage, for both)
+        roles = request.get("extra_fds", ["peer_schedstat"] if len(fds) == 3 else [])
+        if request.get("op") != "fork" or not 2 <= len(fds) <= 4 or not isinstance(roles, list) \
+                or len(roles) != len(fds) - 2:
             for fd in fds:
                 os.close(fd)
             continue
+        extra = dict(zip(roles, fds[2:]))
         pid = os.fork()
         if pid == 0:
             control.close()
             try:
-                run_child(request, fds[0], fds[1], fds[2] if len(fds) == 3 else None)
+                run_child(request, fds[0], fds[1], extra.get("peer_schedstat"), extra.get("group_cpu"))
             finally:
                 os._exit(70)
         for fd in fds:
