@@ -36,6 +36,7 @@ test catches a number printed nowhere, not one that a coincidence prints elsewhe
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -43,7 +44,7 @@ from typing import Any, Iterable
 import nbformat
 import pytest
 
-from course import learner_marks, learner_run, solution_notebooks
+from course import REPO, learner_marks, learner_run, solution_notebooks
 
 SOLUTIONS = solution_notebooks()
 
@@ -79,6 +80,7 @@ ALLOWLIST: list[tuple[str, str, str, str]] = [
     ("04", "50", "first 50 test sentences", "grading mode's setting, stated for the grader's reader"),
     ("04", "64", "batches of 64", "a setting of the adding task's training"),
     ("04", "2,000", "fixed sequences", "the size of the adding task's test set, a setting"),
+    ("04", "150", "lengthen the sequence to 150", "a setting the widget's reader is asked to try"),
     ("04", "40", "bias of 40", "the reset-gate bias that pins the gate open (sigmoid(40) rounds to 1): a setting of the test"),
     ("05", "0-10", "WordSim-353", "the scale of the data set's human scores"),
     ("05", "5-20", "for small corpora", "the number of negatives Mikolov et al. (2013) recommend, a setting"),
@@ -92,9 +94,10 @@ ALLOWLIST: list[tuple[str, str, str, str]] = [
     ("05", "0.025", "", "word2vec's learning rate, a setting (lr=0.025 in the code)"),
     ("05", "64", "one layer of 64 units", "the LSTM's size, a setting"),
     ("06", "0 to 1.5", "Move from", "the range of the widget's slider for alpha, a setting"),
+    ("06", "0.6-0.7", "is common", "the usual strength of length normalisation in the literature, a setting, not a result"),
     ("06", "90", "only 90 of them", "arithmetic: the two-digit numbers are 10 to 99"),
     ("07", "90", "90 two-digit numbers", "arithmetic: the two-digit numbers are 10 to 99"),
-    ("08", "512", "spread over about", "an illustration of a wide key (512 is the width of the paper's model)"),
+    ("08", "512", "512 the scores", "an illustration of a wide key (512 is the width of the paper's model)"),
     ("08", "32", "32 sources", "how many sources the timing decodes at once, a setting"),
     ("08", "6,000", "most frequent words", "chapter 4's input vocabulary, a setting that chapter 4 prints"),
     ("08", "4,000", "The paper raised", "the cited paper's warm-up (Vaswani et al., 2017)"),
@@ -371,3 +374,46 @@ def test_an_unrun_claim_is_found():
     assert len(unrun_claims(cells("The Spearman is low, and analogies (not shown) are almost never right."), "05")) == 1
     assert len(unrun_claims(cells("Removing the warm-up changed it by about as much as another seed might."), "08")) == 1
     assert unrun_claims(cells("This notebook trains one seed, so it cannot say how much another seed would undo."), "08") == []
+
+
+# One model's cost is one figure across chapters (issue 40, 1): chapter 6's GRU took 143.7 s an epoch in chapter 6's
+# table (the wall time of its committed run), 34.6 in chapter 7's (processor time, one thread) and 44.7 in chapter 8's.
+# The comparison tables of chapters 6-8 (seqlab.seq2seq.comparison_table) print the seconds per epoch of the shared
+# record, helpers/seqlab/results/ch07_comparison.json, for every model the record holds; a model is known by its
+# number of parameters, which its name in each chapter's table does not change.
+TABLE_ROW = re.compile(r"^(?P<model>.{34}) +(?P<parameters>\d{1,3}(?:,\d{3})*) +(?P<seconds>\d+\.\d) +\d+\.\d%", re.M)
+TIMING_RECORD = REPO / "helpers" / "seqlab" / "results" / "ch07_comparison.json"
+
+
+def costs_off_the_record(printed: str, record: list[dict]) -> list[str]:
+    """One line per printed table row whose model the record holds, with other seconds per epoch than the record's."""
+    recorded = {row["parameters"]: row for row in record}
+    problems = []
+    for m in TABLE_ROW.finditer(printed):
+        row = recorded.get(int(m.group("parameters").replace(",", "")))
+        if row is not None and float(m.group("seconds")) != round(row["seconds_per_epoch"], 1):
+            problems.append(f"{m.group('model').strip()}: {m.group('seconds')} s/epoch printed, "
+                            f"{row['seconds_per_epoch']} in the record ({row['model']})")
+    return problems
+
+
+COMPARING = [p for p in SOLUTIONS if "comparison_table(" in p.read_text()]
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=learner_marks(p.parent.name)) for p in COMPARING],
+                         ids=[p.stem for p in COMPARING])
+def test_a_models_epoch_cost_is_the_records_in_every_chapter(path):
+    run = learner_run(path)
+    assert run.notebook is not None, f"{path.name}: nbconvert wrote no notebook (exit {run.returncode})"
+    problems = costs_off_the_record(outputs_text(run.notebook), json.loads(TIMING_RECORD.read_text()))
+    assert not problems, (f"{path.parent.name[:2]}: read seconds per epoch from {TIMING_RECORD.name}, as the other "
+                          "chapters do:\n" + "\n".join(problems))
+
+
+def test_a_cost_off_the_record_is_found():
+    record = [{"model": "ch6 GRU, no attention: dates", "parameters": 223759, "seconds_per_epoch": 34.6}]
+    table = ("GRU seq2seq, no attention: dates      223,759    143.7       47.4%            1 epoch\n"
+             "ch8 Transformer: dates                239,000     17.5      100.0%            8 epochs\n")
+    assert costs_off_the_record(table, record) == \
+        ["GRU seq2seq, no attention: dates: 143.7 s/epoch printed, 34.6 in the record (ch6 GRU, no attention: dates)"]
+    assert costs_off_the_record(table.replace("143.7", " 34.6"), record) == []

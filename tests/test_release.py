@@ -130,12 +130,18 @@ CODE_NAMES = re.compile(r"\w+\.empty(?:_like)?\(|\bempty_like\b")
 # The edge cases a hidden test names in its call labels and messages, and how an exercise's text names them.
 EMPTY_INPUT = re.compile(r"\bempty\b|\bno (?:sentences?|words|ids|tokens|pairs|names|parameters)\b|\bevery length 0\b", re.I)
 ZERO_SETTING = re.compile(r"\b(T|max_len|n_steps|steps)\s*=\s*0\b")
+# seqlab.check.call_named checks that a call leaves its arguments as they were, unless told unchanged=False.
+ARGUMENTS_CHECKED = re.compile(r"\b_call\((?![^\n]*unchanged=False)|\bcall_unchanged\(")
+LEAVES_ARGUMENTS = re.compile(r"leaves its arguments as they were|leave (?:the|its) arguments unchanged|"
+                              r"change neither|do not change|unchanged", re.I)
 
 
-def exercise_texts(nb) -> list[tuple[str, str, str]]:
-    """(grade id, the exercise's own text, its hidden tests) for each graded test cell: the text is the markdown
-    from the exercise's heading on, and its answer cells without their solutions (signatures, docstrings)."""
+def exercise_texts(nb) -> list[tuple[str, str, str, str]]:
+    """(grade id, the chapter's introduction, the exercise's own text, its hidden tests) for each graded test cell.
+    The introduction states the rules for every exercise ("How to work"); the exercise's text is the markdown from
+    its heading on, and its answer cells without their solutions (signatures, docstrings)."""
     found, text = [], []
+    introduction = nb.cells[1].source  # the chapter's rules for every exercise ("How to work")
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             text = [cell.source] if EXERCISE_HEADING.search(cell.source) else text + [cell.source]
@@ -143,16 +149,20 @@ def exercise_texts(nb) -> list[tuple[str, str, str]]:
             text.append(SOLUTION_REGION.sub("", cell.source))
         elif is_graded_test(cell):
             hidden = cell.source.partition("### BEGIN HIDDEN TESTS")[2]
-            found.append((nbgrader_meta(cell)["grade_id"], "\n".join(text), hidden))
+            found.append((nbgrader_meta(cell)["grade_id"], introduction, "\n".join(text), hidden))
     return found
 
 
-def unnamed_edge_cases(text: str, hidden: str) -> list[str]:
+def unnamed_edge_cases(text: str, hidden: str, rules: str = "") -> list[str]:
     """The edge cases the hidden tests try (as their labels and messages name them) that the exercise's text does
-    not name: empty inputs must be called empty (or "no sentences", ...), a setting of 0 written as `name = 0`."""
+    not name: empty inputs must be called empty (or "no sentences", ...), a setting of 0 written as `name = 0`, and
+    a call that checks its arguments come back unchanged needs that rule said (``rules``: the chapter's introduction
+    may say it once for every exercise)."""
     said = " ".join(STRING.findall(hidden))
     text = CODE_NAMES.sub(" ", text)
     missing = []
+    if ARGUMENTS_CHECKED.search(hidden) and not LEAVES_ARGUMENTS.search(text + "\n" + rules):
+        missing.append("that the arguments come back unchanged")
     if EMPTY_INPUT.search(said) and not EMPTY_INPUT.search(text):
         missing.append(f"empty input ({EMPTY_INPUT.search(said).group(0)!r})")
     for name in sorted(set(ZERO_SETTING.findall(said))):
@@ -165,16 +175,23 @@ def unnamed_edge_cases(text: str, hidden: str) -> list[str]:
 def test_hidden_tests_try_only_edge_cases_the_exercise_names(path):
     """Issue 40, 5: a student must know from the text everything the hidden tests try. A correct estimate_hmm written
     with np.bincount over concatenated sentences lost its 3 points to a hidden call with no sentences, a case the
-    exercise never named. Checked mechanically: empty inputs and settings of 0 (T = 0, max_len = 0)."""
+    exercise never named. Checked mechanically: empty inputs, settings of 0 (T = 0, max_len = 0), and arguments that
+    must come back unchanged."""
     problems = [f"{grade_id}: the hidden tests try {case}, which the exercise's text (from its heading to its "
-                f"docstring) does not name" for grade_id, text, hidden in exercise_texts(nbformat.read(path, as_version=4))
-                for case in unnamed_edge_cases(text, hidden)]
+                f"docstring) does not name" for grade_id, rules, text, hidden in exercise_texts(nbformat.read(path, as_version=4))
+                for case in unnamed_edge_cases(text, hidden, rules)]
     assert not problems, "\n".join(problems)
 
 
 def test_an_unnamed_edge_case_is_found():
-    hidden = '_call("estimate_hmm([], [], 3, 4) (no sentences)", estimate_hmm, [], [], 3, 4)\n_call("with T=0", f, 0)'
+    hidden = ('_call("estimate_hmm([], [], 3, 4) (no sentences)", estimate_hmm, [], [], 3, 4, unchanged=False)\n'
+              '_call("with T=0", f, 0, unchanged=False)')
     assert unnamed_edge_cases("Return `(pi, A, B)` smoothed as above.", hidden) == ["empty input ('no sentences')", "T = 0"]
     assert unnamed_edge_cases("The lists may be empty; `T = 0` gives two empty arrays.", hidden) == []
-    assert unnamed_edge_cases("states = np.empty(T, dtype=int)", '_call("with no sentences", f, [])') == \
+    assert unnamed_edge_cases("states = np.empty(T, dtype=int)", '_call("with no sentences", f, [], unchanged=False)') == \
         ["empty input ('no sentences')"]
+    assert unnamed_edge_cases("Return P.", '_call("mle_prob of a random corpus", mle_prob, table, "a", ())') == \
+        ["that the arguments come back unchanged"]
+    assert unnamed_edge_cases("Return P.", '_call("mle_prob", mle_prob, t, "a", ())', "A function leaves its arguments as they were.") == []
+    assert unnamed_edge_cases("Return P.", '_call("with no sentences", f, [], unchanged=False)', "Lists may be empty.") == \
+        ["empty input ('no sentences')"]  # the introduction's rules name no edge case of an exercise
