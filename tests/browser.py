@@ -217,3 +217,93 @@ def screenshot(box, path: Path) -> Path:
     box.scroll_into_view_if_needed()
     box.screenshot(path=str(path))
     return path
+
+
+# ---- the layout of widgets at a laptop's width (issue 41) -----------------------------------------------------------
+
+def show_file_browser(page) -> None:
+    """Open JupyterLab's file browser in the left side bar (as a learner who opened the notebook from it has it),
+    so that the notebook gets the width it has on a laptop, not the whole window. Notebook 7 has no side bar."""
+    panel = page.locator("#filebrowser")
+    if panel.count() and panel.first.is_visible():
+        return
+    page.locator('.jp-SideBar.jp-mod-left [data-id="filebrowser"], .jp-SideBar.jp-mod-left li[title*="File Browser"]'
+                 ).first.click()
+    panel.first.wait_for(state="visible", timeout=15_000)
+    page.wait_for_timeout(500)  # the notebook's width changes: let the widgets lay themselves out again
+
+
+# Measured in the page, in one call: every slider's track, every control's box against the notebook column that
+# holds it, and every explorer (a widget box with a figure) with its height.
+_LAYOUT_SCRIPT = """() => {
+  const rect = e => { const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top,
+                                                                   bottom: r.bottom, width: r.width, height: r.height}; };
+  const labelOf = e => { const l = e.querySelector('.widget-label'); return l ? l.textContent.trim() : ''; };
+  const column = e => e.closest('.jp-OutputArea-output') || e.closest('.jp-Cell');
+  const sliders = [...document.querySelectorAll('.widget-hslider')].map(s => {
+    const track = s.querySelector('.noUi-target') || s.querySelector('.slider-container');
+    return {label: labelOf(s), track: track ? rect(track).width : 0};
+  });
+  const controls = [];
+  for (const control of document.querySelectorAll('.widget-inline-hbox')) {
+    const c = rect(column(control));
+    for (const part of [control, ...control.children]) {
+      const r = rect(part);
+      if (getComputedStyle(part).display === 'none') continue;
+      controls.push({label: labelOf(control), part: part.className.split(' ')[0] || part.tagName, width: r.width,
+                     left: r.left, right: r.right, column_left: c.left, column_right: c.right});
+    }
+  }
+  const explorers = [...document.querySelectorAll('.jp-OutputArea-output > .widget-vbox, .jp-OutputArea-output .widget-vbox')]
+    .filter(v => v.querySelector('img') && !v.parentElement.closest('.widget-vbox'))
+    .map(v => ({labels: [...v.querySelectorAll('.widget-label')].map(l => l.textContent.trim()).filter(t => t),
+                height: rect(v).height, width: rect(v).width}));
+  const outputs = [...document.querySelectorAll('.jp-OutputArea-output')].map(o => rect(o).width);
+  return {sliders, controls, explorers, column: outputs.length ? Math.max(...outputs) : 0,
+          window: {width: window.innerWidth, height: window.innerHeight}};
+}"""
+
+
+def widget_layout(page) -> dict:
+    """Sizes in CSS pixels, as the page lays the notebook's widgets out now:
+
+    ``sliders``: ``{label, track}`` (the width of each slider's track); ``controls``: each control and each of its
+    parts (label, input, track, read-out) with its left and right edges and those of the notebook column that holds
+    it; ``explorers``: ``{labels, height, width}`` for each outermost widget box with a figure; ``column``: the
+    widest output area (the notebook column's width for outputs); ``window``: the viewport."""
+    return page.evaluate(_LAYOUT_SCRIPT)
+
+
+def slider_handle(page, box, label: str):
+    control = box.locator(".widget-inline-hbox", has=page.locator(".widget-label", has_text=label)).first
+    return control, control.locator('[role="slider"], .noUi-handle').first
+
+
+def drag_slider(page, box, label: str, pixels: int = 60) -> dict:
+    """Drag a slider's handle ``pixels`` to the right (to the left when it sits in the upper half of its range), as
+    a person would, and report ``{track, pixels, moved_px, before, after}``: how far the value moved, in pixels of its
+    track (its change over the range, times the track's width). On a slider that follows the mouse, ``moved_px`` is
+    ``pixels``, give or take a step."""
+    control, handle = slider_handle(page, box, label)
+    handle.evaluate("element => element.scrollIntoView({block: 'center'})")
+    track = control.locator(".noUi-target, .slider-container").first.bounding_box()["width"]
+    low, high = (float(handle.get_attribute(name)) for name in ("aria-valuemin", "aria-valuemax"))
+    before = float(handle.get_attribute("aria-valuenow"))
+    if before > (low + high) / 2:
+        pixels = -pixels
+    where = handle.bounding_box()
+    x, y = where["x"] + where["width"] / 2, where["y"] + where["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + pixels, y, steps=8)
+    page.mouse.up()
+    page.wait_for_timeout(200)
+    after = float(handle.get_attribute("aria-valuenow"))
+    return {"track": track, "pixels": pixels, "moved_px": (after - before) / (high - low) * track,
+            "before": before, "after": after}
+
+
+def choose_option(page, box, label: str, option: str) -> None:
+    """Pick ``option`` in the drop-down described ``label``."""
+    control = box.locator(".widget-inline-hbox", has=page.locator(".widget-label", has_text=label)).first
+    control.locator("select").select_option(label=option)
