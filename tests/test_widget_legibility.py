@@ -31,7 +31,7 @@ from PIL import Image  # noqa: E402
 from seqlab import beamtree, embeddings, seq2seq  # noqa: E402
 from seqlab.projector import draw_projector, embedding_projector, nearest, pca_2d  # noqa: E402
 
-NOTEBOOK_WIDTH_PX = 840  # JupyterLab 4's output area in a 1280 px window: 848 px, less a margin
+from seqlab.widgets import NOTEBOOK_COLUMN_PX as NOTEBOOK_WIDTH_PX  # noqa: E402 - the one column width (a 1280 px Lab)
 WINDOW_HEIGHT_PX = 700
 SMALLEST_TEXT_PX = 10
 
