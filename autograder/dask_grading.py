@@ -25,6 +25,7 @@ scheduler that goes away ends the run (SchedulerGone); what finished is in the g
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as futures
 import io
 import os
@@ -92,26 +93,37 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes) -> None:
 def pack_submission(folder: Path, notebooks: list[str]) -> bytes:
     """The submission folder as a tar: what job.py reads of it, never following anything.
 
+    The chapter's notebooks travel with their bytes, their ``.refused`` notes and timestamp.txt as they are; a notebook
+    of another name travels empty (job.py reads only its name, to say that a notebook must keep its name), at most
+    MAX_MEMBERS - 10 of them, so that no submission the local pool grades is too large or too many files here (the
+    hash that decides what is graded again is taken of the instructor's folder, not of this tar).
     A notebook the grader will not read (a link, a hard link, a device, too large) travels as ``<name>.refused`` with
     the reason, which job.py turns into the same zero and the same reason as reading it locally would give; so does a
     submission folder that is a link (job.py's own words for it)."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:  # closed before its bytes are taken: the gzip trailer
         if not is_real_dir(folder):
             for name in notebooks:
                 _add(archive, f"{name}.refused", f"the folder {folder.name} is a link; it was not followed".encode())
-            return buffer.getvalue()
-        for entry in entries(folder):
-            if not SUBMISSION_NAME.fullmatch(entry.name) or entry.name.startswith("."):
-                continue
-            try:
-                _add(archive, entry.name, read_file(Path(entry.path), 4096 if entry.name == "timestamp.txt" else
-                                                    50 * 2**20))
-            except Refused as why:
-                if entry.name.endswith(".ipynb"):
-                    _add(archive, f"{entry.name}.refused", str(why).encode())
-            except OSError:
-                continue
+        else:
+            read = {"timestamp.txt", *notebooks, *(f"{name}.refused" for name in notebooks)}
+            others = 0
+            for entry in entries(folder):
+                if not SUBMISSION_NAME.fullmatch(entry.name) or entry.name.startswith("."):
+                    continue
+                if entry.name not in read:
+                    if others < MAX_MEMBERS - 10:
+                        _add(archive, entry.name, b"")
+                        others += 1
+                    continue
+                try:
+                    _add(archive, entry.name, read_file(Path(entry.path), 4096 if entry.name == "timestamp.txt" else
+                                                        50 * 2**20))
+                except Refused as why:
+                    if entry.name.endswith(".ipynb"):
+                        _add(archive, f"{entry.name}.refused", str(why).encode())
+                except OSError:
+                    continue
     return buffer.getvalue()
 
 
@@ -173,7 +185,7 @@ def place_result(data: bytes, out: Path, submission_hash: str, worker: str | Non
     from job import write_result
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out.parent))  # not the id's name: a 250-character id fits
     try:
         unpack(data, staging, RESULT_NAME)
         result = json.loads((staging / "result.json").read_text())
@@ -275,7 +287,6 @@ def grade_job(data: bytes, chapter: str, student: str, version: str, limits, all
     global _slots
     import shutil
 
-    from grade import peak_mib
     from job import run_job
 
     why = check_worker({chapter: version}, allow_unsandboxed)
@@ -305,6 +316,19 @@ def grade_job(data: bytes, chapter: str, student: str, version: str, limits, all
                     "worker": worker_address()}
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def peak_mib() -> float | None:
+    """This process's peak resident memory (VmHWM) in MiB; None where /proc does not say (not Linux). grade.py's pool
+    workers report it too (grade.py imports this module, never the other way)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def worker_address() -> str | None:
@@ -378,6 +402,10 @@ class DaskPool:
         self.refused: dict[str, str] = {}  # worker address -> its reason
         self.closing = False
         self.gone: str | None = None
+        self._lock = threading.Lock()
+        self._waiting: collections.deque = collections.deque()  # jobs not sent yet: (future, submission, chapter, ...)
+        self._in_flight = 0
+        self._dispatching = False
         dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                          "distributed.comm.timeouts.connect": f"{connect_timeout}s",
                          "distributed.client.heartbeat": "2s", "distributed.worker.daemon": False,
@@ -424,19 +452,63 @@ class DaskPool:
         return sorted(set(self.client.scheduler_info().get("workers", {})) - set(self.refused))
 
     def submit(self, _function, submission: str, chapter: str, student: str, out: str) -> futures.Future:
-        """Like ProcessPoolExecutor.submit(grade._worker_job, *job)."""
-        from job import submission_hash
-
+        """Like ProcessPoolExecutor.submit(grade._worker_job, *job). The job waits here as its paths: its submission's
+        tar is made when it is sent, and only in_flight_limit() jobs are out at a time, so the grader (and the
+        scheduler) hold the tars of the jobs being graded, never a whole class's."""
         outer: futures.Future = futures.Future()
         outer.set_running_or_notify_cancel()
+        with self._lock:
+            self._waiting.append((outer, submission, chapter, student, out))
+        self._dispatch()
+        return outer
+
+    def in_flight_limit(self) -> int:
+        """Twice the job slots of the workers that grade: each has its next job at hand when one ends."""
+        workers = self.client.scheduler_info().get("workers", {})
+        slots = sum(min(max(1, w.get("nthreads", 1)), self.jobs) for a, w in workers.items() if a not in self.refused)
+        return max(2, 2 * slots)
+
+    def _dispatch(self) -> None:
+        """Send waiting jobs while there is room. One thread sends at a time; a job that completes at once (its tar
+        could not be made, the scheduler is gone) frees its room to the loop that sent it, not to a nested call."""
+        with self._lock:
+            if self._dispatching:
+                return
+            self._dispatching = True
+        try:
+            try:
+                limit = self.in_flight_limit()
+            except Exception:  # noqa: BLE001 - the scheduler is gone: _send says so for each job
+                limit = 2
+            while True:
+                with self._lock:
+                    if not self._waiting or self._in_flight >= limit:
+                        self._dispatching = False
+                        return
+                    job = self._waiting.popleft()
+                    self._in_flight += 1
+                job[0].add_done_callback(self._finished)
+                self._start(*job)
+        except BaseException:
+            with self._lock:
+                self._dispatching = False
+            raise
+
+    def _finished(self, _outer: futures.Future) -> None:
+        with self._lock:
+            self._in_flight -= 1
+        self._dispatch()
+
+    def _start(self, outer: futures.Future, submission: str, chapter: str, student: str, out: str) -> None:
+        from job import submission_hash
+
         try:
             data = pack_submission(Path(submission), sorted(p.name for p in (SOLUTIONS / chapter).glob("*.ipynb")))
-        except OSError as error:
+            local_hash = submission_hash(Path(submission))
+        except Exception as error:  # noqa: BLE001 - this job's failure (grade.py tries once more, then records it)
             outer.set_exception(error)
-            return outer
-        local_hash = submission_hash(Path(submission))
+            return
         self._send(outer, data, chapter, student, out, local_hash, restricted=bool(self.refused))
-        return outer
 
     def _send(self, outer: futures.Future, data: bytes, chapter: str, student: str, out: str, local_hash: str,
               restricted: bool) -> None:
@@ -487,6 +559,8 @@ class DaskPool:
 
     def stop_workers(self) -> None:
         """Ctrl-C: cancel what is queued; a local cluster's workers stop with it in close()."""
+        with self._lock:
+            self._waiting.clear()
         try:
             self.client.cancel(list(self.client.futures), force=True)
         except Exception:  # noqa: BLE001

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as futures
 import dataclasses
-import io
 import json
 import os
 import re
@@ -37,20 +36,24 @@ import signal
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path, PurePosixPath
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from dask_grading import peak_mib  # noqa: E402 - the pool's workers report it as the cluster's do; Dask itself is imported only for --cluster/--scheduler
 from job import course_version, failed_result, run_job, submission_hash  # noqa: E402
-from safe_input import Refused, describe, entries, is_real_dir, read_file, zip_member_problem  # noqa: E402
+from safe_input import Refused, describe, entries, is_real_dir, open_zip, read_file, shown, utf8_text, \
+    zip_member_problem  # noqa: E402
 from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
 from workspace import make_workspace  # noqa: E402
 
 REPO = HERE.parent
 SOLUTIONS = REPO / "solutions"
 MAX_ZIP_BYTES = 50 * 2**20
+# Notebooks of other names than the chapter's kept per chapter folder: job.py names them where the chapter's own is
+# missing ("a notebook must keep its name"); a zip of hundreds of notebooks keeps the chapter's and these.
+MAX_STRAY_NOTEBOOKS = 20
 STUDENT_ID = re.compile(r"[^A-Za-z0-9._@+-]+")
 
 
@@ -105,46 +108,97 @@ def clash_reason(student: str, group: list[Claim]) -> str:
             "graded, so that no one's work replaces another's (rename them apart and grade again)")
 
 
+def stored_name(name: str) -> str:
+    """The file name under which a notebook of another name is kept in submitted/ (job.py names it when the chapter's
+    own notebook is missing): printable UTF-8 (shown()), at most 200 bytes, still ending in .ipynb."""
+    limit = 100
+    text = shown(name, limit)
+    while len(text.encode()) > 200:
+        limit -= 10
+        text = shown(name, limit)
+    return text if text.endswith(".ipynb") else text + ".ipynb"
+
+
 def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
     """Copy an export folder into submitted/<student>/<chapter>/; return the notes on what was odd.
 
     Nothing in the export is followed: a symbolic link, a hard link, a device file or a zip member
     that leaves its folder is refused, and the refusal becomes that notebook's reason (safe_input.py).
     Entries that become one student id (colliding()) are all refused, with a reason that names them.
+    Nothing a student hands in stops the collection: a zip file that cannot be read (encrypted, truncated, a broken
+    stream), a name in any bytes, an entry that fails in any other way ends as a reason for that student's missing
+    notebook (the chapter's ``.refused`` file), and the other entries are collected.
     """
     notes: list[str] = []
     owners = {name: ch for ch in wanted for name in notebook_names(ch)}
     # the workspace's own submitted/ folder: its folders are in place, and their names are the ids the jobs use
     in_place = is_real_dir(submitted) and os.path.samefile(source, submitted)
+    # what was handed in but not collected, per student and chapter (None: any chapter being graded); finish() makes
+    # it the reason of each of the student's chapter notebooks that is missing
+    pending: dict[tuple[str, str | None], list[str]] = {}
+    strays: dict[tuple[str, str], int] = {}  # notebooks of other names kept per chapter folder
 
     def chapter_of(name: str, chapter: str | None = None) -> str | None:
         return chapter or owners.get(name) or (wanted[0] if len(wanted) == 1 else None)
 
+    def folder_for(student: str, chapter: str) -> Path | None:
+        """submitted/<student>/<chapter>/, made if missing; None where either is a link (never written through)."""
+        folder = submitted / student / chapter
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder if is_real_dir(submitted / student) and is_real_dir(folder) else None
+
     def place(student: str, name: str, data: bytes, chapter: str | None = None) -> None:
         chapter = chapter_of(name, chapter)
         if chapter is None:
-            notes.append(f"{student}: {name} belongs to no chapter being graded; ignored")
+            refuse(student, name, f"{shown(name)} belongs to no chapter being graded (it is no chapter's notebook, and "
+                                  "no chapter's folder holds it); it was not graded")
             return
-        folder = submitted / student / chapter
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = folder_for(student, chapter)
+        if folder is None:
+            notes.append(f"{student}: submitted/{student}/{chapter} is a link; nothing was written into it")
+            return
+        if name not in notebook_names(chapter) and name != "timestamp.txt":
+            name = stored_name(name)
+            if not os.path.lexists(folder / name):
+                kept = strays.get((student, chapter), 0)
+                if kept >= MAX_STRAY_NOTEBOOKS:
+                    notes.append(f"{student}: {name} and any further notebooks of other names than the chapter's were "
+                                 f"not collected (at most {MAX_STRAY_NOTEBOOKS} are kept per chapter)")
+                    return
+                strays[(student, chapter)] = kept + 1
         (folder / f"{name}.refused").unlink(missing_ok=True)
         (folder / name).unlink(missing_ok=True)  # never write through a link left in the workspace
         (folder / name).write_bytes(data)
 
     def mark_refused(student: str, chapter: str, notebook: str, reason: str) -> None:
         """The notebook's grade is 0 and its reason this (job.py reads the .refused file)."""
-        folder = submitted / student / chapter
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = folder_for(student, chapter)
+        if folder is None:  # job.py refuses a linked folder with its own reason
+            return
         (folder / notebook).unlink(missing_ok=True)  # a notebook left from an earlier run would be graded instead
-        (folder / f"{notebook}.refused").write_text(reason)
+        (folder / f"{notebook}.refused").write_bytes(shown(reason, 2000).encode())
 
     def refuse(student: str, name: str, reason: str, chapter: str | None = None) -> None:
+        """The chapter's own notebook refused: its reason. Anything else (another notebook, a zip file, a folder):
+        the reason of the student's chapter notebooks that end up missing (finish())."""
         notes.append(f"{student}: {reason}")
-        chapter = chapter_of(name, chapter) or (wanted[0] if wanted else None)
-        if chapter is None:
-            return
-        (submitted / student / chapter / name).unlink(missing_ok=True)
-        mark_refused(student, chapter, name if name.endswith(".ipynb") else notebook_names(chapter)[0], reason)
+        chapter = chapter_of(name, chapter) if name.endswith(".ipynb") else chapter
+        if chapter is not None and name in notebook_names(chapter):
+            mark_refused(student, chapter, name, reason)
+        else:
+            pending.setdefault((student, chapter), []).append(reason)
+
+    def finish() -> None:
+        for student in sorted({student for student, _ in pending}):
+            for chapter in wanted:
+                reasons = pending.get((student, chapter), []) + pending.get((student, None), [])
+                if not reasons:
+                    continue
+                said = "; ".join(reasons[:3]) + (f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else "")
+                for notebook in notebook_names(chapter):
+                    folder = submitted / student / chapter
+                    if not (os.path.lexists(folder / notebook) or os.path.lexists(folder / f"{notebook}.refused")):
+                        mark_refused(student, chapter, notebook, said)
 
     def refuse_clash(student: str, group: list[Claim]) -> None:
         reason = clash_reason(student, group)
@@ -184,19 +238,47 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
         except Refused as why:
             refuse(student, name, str(why), chapter)
 
-    found = entries(source)
-    claims = {entry.name: claim_of(entry) for entry in found}
-    clashes = colliding([claim for claim in claims.values() if claim is not None])
-    for student, group in sorted(clashes.items()):
-        refuse_clash(student, group)
-    for entry in found:
-        claim = claims[entry.name]
-        if claim is not None and claim.student in clashes:
-            continue
+    def read_zip(student: str, entry: os.DirEntry) -> None:
+        try:
+            data = read_file(Path(entry.path), MAX_ZIP_BYTES)
+            archive = open_zip(data)
+        except Refused as why:
+            refuse(student, entry.name, str(why))
+            return
+        except Exception as error:  # noqa: BLE001 - BadZipFile, and what a broken directory raises (struct.error, ...)
+            refuse(student, entry.name, f"{shown(entry.name)} is not a zip file that can be read ({problem_of(error)})")
+            return
+        with archive:
+            members = [m for m in archive.infolist() if m.filename.endswith(".ipynb")
+                       and "__MACOSX" not in m.filename and not m.is_dir()]
+            if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
+                refuse(student, entry.name, f"the notebooks inside {shown(entry.name)} are larger than "
+                                            f"{MAX_ZIP_BYTES // 2**20} MB together; none was read")
+                return
+            for member in members:
+                parts = PurePosixPath(member.filename.replace("\\", "/")).parts
+                chapter = next((p for p in parts if p in wanted), None)
+                name = parts[-1] if parts else "notebook.ipynb"
+                problem = zip_member_problem(member)
+                if problem:
+                    refuse(student, name, problem, chapter)
+                    continue
+                try:
+                    data = archive.read(member)
+                except Exception as error:  # noqa: BLE001 - a broken or truncated stream (zlib.error, a bad CRC, ...)
+                    refuse(student, name, f"{shown(member.filename)} in {shown(entry.name)} could not be unpacked "
+                                          f"({problem_of(error)}); it was not read", chapter)
+                    continue
+                place(student, name, data, chapter)
+            if not members:
+                notes.append(f"{shown(entry.name)}: the zip file holds no notebook")
+
+    def take(entry: os.DirEntry, claim: Claim | None) -> None:
         path = Path(entry.path)
         if entry.is_symlink():
-            refuse(claim.student, claim.notebook or entry.name, f"{entry.name} is a symbolic link; it was not followed")
-            continue
+            refuse(claim.student, claim.notebook or entry.name,
+                   f"{shown(entry.name)} is a symbolic link; it was not followed")
+            return
         if entry.is_dir(follow_symlinks=False):
             student = claim.student
             inner = entries(path)
@@ -204,7 +286,8 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
             if subdirs:  # nbgrader layout: <student>/<chapter>/
                 for d in subdirs:
                     if not d.is_dir(follow_symlinks=False):
-                        refuse(student, d.name, f"{entry.name}/{d.name} is not a plain folder (a link?); it was not followed", d.name)
+                        refuse(student, d.name, f"{shown(entry.name)}/{d.name} is not a plain folder (a link?); it was "
+                                                "not followed", d.name)
                         continue
                     target = submitted / student / d.name
                     if is_real_dir(target) and os.path.samefile(d.path, target):
@@ -221,37 +304,40 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
                 if not notebooks:
                     for chapter in wanted:
                         (submitted / student / chapter).mkdir(parents=True, exist_ok=True)
-                    notes.append(f"{entry.name}: the folder holds no notebook")
+                    notes.append(f"{shown(entry.name)}: the folder holds no notebook")
         elif entry.name.endswith(".zip"):
-            student = claim.student
-            try:
-                data = read_file(path, MAX_ZIP_BYTES)
-                with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                    members = [m for m in archive.infolist() if m.filename.endswith(".ipynb")
-                               and "__MACOSX" not in m.filename and not m.is_dir()]
-                    if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
-                        raise zipfile.BadZipFile(f"the notebooks inside are larger than {MAX_ZIP_BYTES // 2**20} MB")
-                    for member in members:
-                        parts = PurePosixPath(member.filename.replace("\\", "/")).parts
-                        chapter = next((p for p in parts if p in wanted), None)
-                        problem = zip_member_problem(member)
-                        if problem:
-                            refuse(student, parts[-1] if parts else "notebook.ipynb", problem, chapter)
-                        else:
-                            place(student, parts[-1], archive.read(member), chapter)
-                    if not members:
-                        notes.append(f"{entry.name}: the zip file holds no notebook")
-            except Refused as why:
-                refuse(student, entry.name, str(why))
-            except (zipfile.BadZipFile, OSError, EOFError) as error:
-                notes.append(f"{entry.name}: not a readable zip file ({error})")
+            read_zip(claim.student, entry)
             for chapter in wanted:
-                (submitted / student / chapter).mkdir(parents=True, exist_ok=True)
+                (submitted / claim.student / chapter).mkdir(parents=True, exist_ok=True)
         elif entry.name.endswith(".ipynb"):
             read_into(claim.student, path, claim.notebook)
         elif not entry.is_file(follow_symlinks=False):
-            notes.append(f"{entry.name}: {describe(entry.stat(follow_symlinks=False).st_mode)}; ignored")
+            notes.append(f"{shown(entry.name)}: {describe(entry.stat(follow_symlinks=False).st_mode)}; ignored")
+
+    found = entries(source)
+    claims = {entry.name: claim_of(entry) for entry in found}
+    clashes = colliding([claim for claim in claims.values() if claim is not None])
+    for student, group in sorted(clashes.items()):
+        refuse_clash(student, group)
+    for entry in found:
+        claim = claims[entry.name]
+        if claim is not None and claim.student in clashes:
+            continue
+        try:
+            take(entry, claim)
+        except Exception as error:  # noqa: BLE001 - one entry never stops the others (a folder that cannot be listed, ...)
+            reason = f"{shown(entry.name)} could not be collected ({problem_of(error)})"
+            if claim is None:
+                notes.append(reason)
+            else:
+                refuse(claim.student, entry.name, reason)
+    finish()
     return notes
+
+
+def problem_of(error: BaseException) -> str:
+    """An error raised by reading a student's input, in a reason: its type and the start of its message."""
+    return f"{type(error).__name__}: {shown(str(error), 200)}" if str(error) else type(error).__name__
 
 
 # -- the pool -------------------------------------------------------------------------------------
@@ -274,16 +360,16 @@ def _worker_job(submission: str, chapter: str, student: str, out: str) -> dict:
             "seconds": time.perf_counter() - started, "peak_mib": peak_mib()}
 
 
-def peak_mib() -> float | None:
-    """This process's peak resident memory (VmHWM) in MiB; None where /proc does not say (not Linux)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+def printable(value):
+    """A result with every string as UTF-8 can hold it: a name in a reason that came from the file system as bytes
+    (a file in a submitted folder) is shown, not written into grades.csv or the report as a lone surrogate."""
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    return value
 
 
 def up_to_date(out: Path, submission: Path, version: str) -> bool:
@@ -377,7 +463,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     submitted = workspace / "submitted"
     submitted.mkdir(parents=True, exist_ok=True)
-    notes = collect(args.submissions.resolve(), submitted, wanted) if args.submissions else []
+    try:
+        notes = collect(args.submissions.resolve(), submitted, wanted) if args.submissions else []
+    except OSError as error:  # the export folder itself (each entry in it is the student's and never stops this)
+        print(f"grade: cannot read the export folder {args.submissions}: {error.strerror or error}", file=sys.stderr)
+        return 2
     for note in notes:
         print(f"collect: {note}", file=sys.stderr)
 
@@ -389,6 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         register_chapter(db_url, SOLUTIONS / chapter)
         version = versions[chapter] = course_version(SOLUTIONS / chapter)
         for student_dir in sorted(d for d in submitted.iterdir() if d.is_dir()):
+            if student_dir.name != utf8_text(student_dir.name):  # bytes that are not UTF-8: no gradebook takes the id
+                print(f"grade: submitted/{shown(student_dir.name)} is not graded: its name is no usable student id "
+                      "(rename the folder)", file=sys.stderr)
+                continue
             submission = student_dir / chapter
             if not submission.is_dir():
                 continue
@@ -460,7 +554,11 @@ def main(argv: list[str] | None = None) -> int:
                                     failures[job].append(f"BrokenProcessPool: {broken}")
                             print(f"grade: {student}/{chapter}: the job failed again ({reason}); recorded as 0 with "
                                   "the reason, and graded again on the next run", file=sys.stderr)
-                            failed_result(Path(submission), SOLUTIONS / chapter, student, Path(out), failures[job])
+                            try:
+                                failed_result(Path(submission), SOLUTIONS / chapter, student, Path(out), failures[job])
+                            except Exception as error:  # noqa: BLE001 - left ungraded, named at the end; the rest go on
+                                print(f"grade: {student}/{chapter}: could not record the failure either "
+                                      f"({type(error).__name__}: {str(error)[:300]})", file=sys.stderr)
                         if (Path(out) / "result.json").exists():
                             merge_result(db_url, workspace, Path(out))
                             merged.add(out)
@@ -494,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         if (out / "result.json").exists():
             if str(out) not in merged:
                 merge_result(db_url, workspace, out)
-            results.append(json.loads((out / "result.json").read_text()))
+            results.append(printable(json.loads((out / "result.json").read_text())))
     write_reports(db_url, results, workspace / "grades.csv", workspace / "grading-report.md")
     flagged = sum(1 for r in results if r.get("problem") or any(e.get("problems") for e in r["notebooks"].values()))
     print(f"grade: {len(results)} of {len(results_dirs)} submissions graded in the gradebook "

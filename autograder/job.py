@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from course_preprocessors import KeepWarningsVisible  # noqa: E402
-from safe_input import Refused, entries, is_real_dir, read_file  # noqa: E402
+from safe_input import Refused, entries, is_real_dir, read_file, shown  # noqa: E402
 from executor import Execution, Plan, run  # noqa: E402
 from feedback import course_markdown, sanitize  # noqa: E402
 from sandbox import Limits, Sandbox  # noqa: E402
@@ -67,13 +67,15 @@ MAX_CELLS = 2_000  # a chapter has about 100; every cell is rebuilt, run and ren
 
 
 def digest(paths: list[Path]) -> str:
+    """A hash of the files' names and bytes. A name is hashed as the bytes the file system holds (os.fsencode: a
+    submitted file's name need not be UTF-8); a file that cannot be read is hashed as the reason."""
     h = hashlib.sha256()
     for path in sorted(paths):
-        h.update(path.name.encode())
+        h.update(os.fsencode(path.name))
         try:
             h.update(read_file(path))
         except (OSError, Refused) as why:
-            h.update(f"<{why}>".encode())
+            h.update(f"<{why}>".encode("utf-8", "backslashreplace"))
     return h.hexdigest()[:16]
 
 
@@ -85,7 +87,11 @@ def course_version(source_dir: Path) -> str:
 def submission_hash(submission_dir: Path) -> str:
     if not is_real_dir(submission_dir):
         return "missing"
-    return digest([Path(e.path) for e in entries(submission_dir) if e.name.endswith((".ipynb", ".refused"))])
+    try:
+        found = entries(submission_dir)
+    except OSError as error:  # a folder that cannot be listed: hashed as the reason, graded as what job.py reads
+        return f"unreadable ({error.strerror})"
+    return digest([Path(e.path) for e in found if e.name.endswith((".ipynb", ".refused"))])
 
 
 def canonical(source: Path) -> NotebookNode:
@@ -367,11 +373,19 @@ def timings(execution: Execution, plan: Plan) -> dict:
 def failed_result(submission: Path, source_dir: Path, student: str, out: Path, reasons: list[str]) -> dict:
     """Record a submission on which the grading job itself failed twice: 0 points, the reasons, ``failed``.
 
-    grade.py grades it again on its next run (a failed result is never up to date) and exits non-zero meanwhile."""
-    problem = (f"the grader failed on this submission twice ({'; then '.join(reasons)}); it is recorded as 0 until a "
+    grade.py grades it again on its next run (a failed result is never up to date) and exits non-zero meanwhile.
+    It runs in grade.py's own failure handler, so nothing of the submission may stop it: the reasons are made
+    printable UTF-8, and a submission folder that cannot be hashed is recorded as such (the hash only decides what
+    the next run grades, and a failed result is graded again anyway)."""
+    said = "; then ".join(shown(reason, 600) for reason in reasons)
+    problem = (f"the grader failed on this submission twice ({said}); it is recorded as 0 until a "
                "run grades it (the grader's error, not the student's: fix the cause, then run grade.py again)")
+    try:
+        hashed = submission_hash(submission)
+    except Exception as error:  # noqa: BLE001 - the failure being recorded may be this very one
+        hashed = f"not hashed ({type(error).__name__})"
     result = {"version": RESULT_VERSION, "student": student, "chapter": source_dir.name,
-              "course_version": course_version(source_dir), "submission_hash": submission_hash(submission),
+              "course_version": course_version(source_dir), "submission_hash": hashed,
               "timestamp": None, "notebooks": {}, "sandboxed": None, "failed": True, "problem": problem}
     for source in sorted(source_dir.glob("*.ipynb")):
         result["notebooks"][source.stem] = {"status": "failed", "problems": [],
