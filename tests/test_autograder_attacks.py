@@ -39,6 +39,7 @@ from test_autograder_safety import grade, graders_own_peak, tree_hash
 
 sys.path.insert(0, str(REPO / "autograder"))
 from adversarial.generate import ACTIVE_MARK, LENDS_IN_VISIBLE_TESTS, _zip, attacks, load  # noqa: E402
+from adversarial.generate import ZERO_INIT_MODELS, zero_init_models  # noqa: E402
 from sandbox import bubblewrap  # noqa: E402
 
 CHAPTERS = ["01-ngram-language-models", "03-recurrent-neural-networks", "06-seq2seq-beam-search-bleu"]
@@ -179,3 +180,52 @@ def test_limits_hold_for_all_of_a_submissions_processes(graded):
     memory, processes = of_kind(graded, "limits")
     assert "memory limit" in problems(graded, memory), problems(graded, memory)
     assert "processes" in problems(graded, processes), problems(graded, processes)
+
+
+# ---- issue 39: model classes that build the specified layers, set every parameter to 0 and return what such a model
+# computes (tests/adversarial/generate.py, ZERO_INIT_MODELS). Before the model tests loaded seeded random parameters
+# they got 14 points (chapter 3: 3, chapter 6: 5, chapter 7: 6, measured with these submissions on 225e2ad's tests).
+
+def check_zero_init_models_get_nothing(graded) -> None:
+    """Every model cell of every zero-initialised submission scores 0; where the visible part of the test catches it
+    (it always does in chapters 6 and 7), the feedback says that the output did not follow random parameters."""
+    for student in of_kind(graded, "zero_init"):
+        cells = next(iter(graded["results"][student]["notebooks"].values()))["cells"]
+        models = [f"{answer}_tests" for answer in ZERO_INIT_MODELS[graded["chapter"]][student]]
+        assert {m: cells[m]["auto_score"] for m in models} == {m: 0 for m in models}, (student, cells)
+        caught_in_sight = [m for m in models if not cells[m]["hidden_failure"]]
+        if caught_in_sight:
+            assert "random parameters" in text_of(graded["pages"][student]), (student, caught_in_sight)
+
+
+def test_a_model_of_zero_parameters_gets_nothing_for_its_constants(graded):
+    if graded["chapter"] not in ZERO_INIT_MODELS:
+        pytest.skip("no model exercise in this chapter")
+    check_zero_init_models_get_nothing(graded)
+
+
+@pytest.fixture(scope="module")
+def graded_zero_init_attention(tmp_path_factory):
+    """Chapter 7 is not in the attack batch: its two zero-initialised submissions alone, graded the same way."""
+    chapter = "07-attention"
+    root = tmp_path_factory.mktemp("zero-init-07")
+    export, workspace = root / "export", root / "workspace"
+    export.mkdir()
+    name = load("release", chapter)[1]
+    made = zero_init_models(chapter)
+    for student, nb in made.items():
+        (export / f"{student}_{name}").write_text(nbformat.writes(nb))
+    done = grade(workspace, "--submissions", str(export), "--chapter", chapter, "--jobs", "1",
+                 "--cell-timeout", str(LIMIT), "--memory-gb", "1", "--no-progress")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {"chapter": chapter, "kinds": {student: "zero_init" for student in made},
+            "rows": {r["student"]: r for r in csv.DictReader(open(workspace / "grades.csv"))},
+            "pages": {p.parent.parent.name: p.read_text() for p in (workspace / "feedback").rglob("*.html")},
+            "results": {p.parent.name: json.loads(p.read_text())
+                        for p in (workspace / "autograder-results" / chapter).glob("*/result.json")}}
+
+
+@pytest.mark.xdist_group("attacks-07-zero-init")
+def test_a_model_of_zero_parameters_gets_nothing_in_chapter_7(graded_zero_init_attention):
+    check_zero_init_models_get_nothing(graded_zero_init_attention)
+    assert all(float(r["score"]) == 0 for r in graded_zero_init_attention["rows"].values()), graded_zero_init_attention["rows"]

@@ -734,6 +734,153 @@ def active_markdown(nb):
     return nb
 
 
+# -- issue 39: model classes that build the specified layers, set their parameters to 0 and return what such a
+# model computes, whatever the input. A test whose reference is computed from the model's own initial state dict
+# (or by calling the model's own layers) accepts them; tests that load seeded random parameters first do not.
+# Per chapter: two variants (student name -> {answer cell's grade_id: its source}). "follows_bias" returns the
+# output a model of zero weights computes from its biases; "constant" returns zeros (with a graph, as the tests ask).
+ZERO_ALL = """        with torch.no_grad():  # every parameter 0: the state of every step is a constant
+            for _p in self.parameters():
+                _p.zero_()
+"""
+
+_NAME_CLASSIFIER_LAYERS = """class NameClassifier(nn.Module):
+    def __init__(self, n_symbols, embed_size, hidden_size, n_classes, dropout=0.0):
+        super().__init__()
+        self.embed = nn.Embedding(n_symbols, embed_size)
+        self.rnn = nn.RNN(embed_size, hidden_size, batch_first=True)
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden_size, n_classes)
+"""
+_ENCODER_LAYERS = """class Encoder(nn.Module):
+    def __init__(self, n_src, embed_size, hidden_size):
+        super().__init__()
+        self.embed = nn.Embedding(n_src, embed_size, padding_idx=PAD)
+        self.rnn = nn.GRU(embed_size, hidden_size, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * hidden_size, hidden_size)
+""" + ZERO_ALL
+_DECODER_LAYERS = """class Decoder(nn.Module):
+    def __init__(self, n_tgt, embed_size, hidden_size):
+        super().__init__()
+        self.embed = nn.Embedding(n_tgt, embed_size, padding_idx=PAD)
+        self.cell = nn.GRUCell(embed_size, hidden_size)
+        self.out = nn.Linear(hidden_size, n_tgt)
+""" + ZERO_ALL
+_ATTENTION_DECODER_LAYERS = """class AttentionDecoder(nn.Module):
+    def __init__(self, n_tgt, embed_size, hidden_size, enc_size, attn_size):
+        super().__init__()
+        self.embed = nn.Embedding(n_tgt, embed_size, padding_idx=PAD)
+        self.attn_query = nn.Linear(hidden_size, attn_size, bias=False)
+        self.attn_key = nn.Linear(enc_size, attn_size, bias=False)
+        self.attn_v = nn.Linear(attn_size, 1, bias=False)
+        self.cell = nn.GRUCell(embed_size + enc_size, hidden_size)
+        self.out = nn.Linear(hidden_size + enc_size, n_tgt)
+""" + ZERO_ALL
+_ATTENTION_SEQ2SEQ_LAYERS = """class AttentionSeq2Seq(nn.Module):
+    def __init__(self, n_src, n_tgt, embed_size=32, hidden_size=128, attn_size=64):
+        super().__init__()
+        self.encoder_embed = nn.Embedding(n_src, embed_size, padding_idx=PAD)
+        self.encoder_rnn = nn.GRU(embed_size, hidden_size, batch_first=True, bidirectional=True)
+        self.encoder_bridge = nn.Linear(2 * hidden_size, hidden_size)
+        self.decoder = AttentionDecoder(n_tgt, embed_size, hidden_size, 2 * hidden_size, attn_size)
+""" + ZERO_ALL + """
+    def start(self, src, src_lengths):
+        enc, mask, s0 = self.encode(src, src_lengths)
+        return {"s": s0, "enc": enc, "mask": mask, "alpha": torch.zeros(mask.shape)}
+
+    def step(self, prev, state):
+        logits, s, alpha = self.decoder(prev, state["s"], state["enc"], state["mask"])
+        return torch.log_softmax(logits, dim=-1), {**state, "s": s, "alpha": alpha}
+"""
+# "anchor": 0 times a parameter, so that a constant carries the autograd graph the tests ask for
+ZERO_INIT_MODELS: dict[str, dict[str, dict[str, str]]] = {
+    "03-recurrent-neural-networks": {
+        # embedding and RNN 0 (every name ends in state 0); out and dropout act on a state that is 0 unless dropout acts
+        "zero_init_follows_bias": {"NameClassifier": _NAME_CLASSIFIER_LAYERS + """        with torch.no_grad():
+            for _p in [*self.embed.parameters(), *self.rnn.parameters()]:
+                _p.zero_()
+
+    def forward(self, ids, lengths):
+        ones = torch.ones(ids.shape[0], self.rnn.hidden_size)
+        state = torch.tanh(self.dropout(ones)) - torch.tanh(ones)  # 0, unless dropout acts (training mode)
+        return self.out(self.dropout(state))
+"""},
+        "zero_init_constant": {"NameClassifier": _NAME_CLASSIFIER_LAYERS + ZERO_ALL + """
+    def forward(self, ids, lengths):
+        return torch.zeros(ids.shape[0], self.out.out_features) + 0.0 * self.out.bias.sum()
+"""},
+    },
+    "06-seq2seq-beam-search-bleu": {
+        "zero_init_follows_bias": {
+            "Encoder": _ENCODER_LAYERS + """
+    def forward(self, src, src_lengths):
+        return torch.tanh(self.bridge.bias).expand(src.shape[0], -1)
+""",
+            "Decoder": _DECODER_LAYERS + """
+    def forward(self, prev, state):
+        anchor = 0.0 * self.cell.bias_hh.sum()
+        return self.out.bias.expand(prev.shape[0], -1) + anchor, 0.5 * state + anchor  # z = sigmoid(0), n = tanh(0)
+"""},
+        "zero_init_constant": {
+            "Encoder": _ENCODER_LAYERS + """
+    def forward(self, src, src_lengths):
+        return torch.zeros(src.shape[0], self.bridge.out_features) + 0.0 * self.bridge.bias.sum()
+""",
+            "Decoder": _DECODER_LAYERS + """
+    def forward(self, prev, state):
+        anchor = 0.0 * self.cell.bias_hh.sum()
+        return torch.zeros(prev.shape[0], self.out.out_features) + anchor, state / 2 + anchor
+"""},
+    },
+    "07-attention": {
+        "zero_init_follows_bias": {
+            "AttentionDecoder": _ATTENTION_DECODER_LAYERS + """
+    def forward(self, prev, state, enc, mask):
+        anchor = 0.0 * self.attn_v.weight.sum()
+        weights = torch.softmax((torch.zeros(mask.shape) + anchor).masked_fill(~mask, float("-inf")), dim=-1)
+        return self.out.bias.expand(prev.shape[0], -1) + anchor, 0.5 * state + anchor, weights
+""",
+            "AttentionSeq2Seq": _ATTENTION_SEQ2SEQ_LAYERS + """
+    def encode(self, src, src_lengths):
+        anchor = 0.0 * self.encoder_bridge.bias.sum()
+        B, S, H = src.shape[0], src.shape[1], self.encoder_bridge.out_features
+        return torch.zeros(B, S, 2 * H) + anchor, src != PAD, torch.tanh(self.encoder_bridge.bias).expand(B, -1)
+
+    def forward(self, src, src_lengths, tgt_in):
+        return self.decoder.out.bias.expand(tgt_in.shape[0], tgt_in.shape[1], -1) + 0.0
+"""},
+        "zero_init_constant": {
+            "AttentionDecoder": _ATTENTION_DECODER_LAYERS + """
+    def forward(self, prev, state, enc, mask):
+        anchor = 0.0 * self.attn_v.weight.sum()
+        weights = mask / mask.sum(-1, keepdim=True) + anchor
+        return torch.zeros(prev.shape[0], self.out.out_features) + anchor, state / 2 + anchor, weights
+""",
+            "AttentionSeq2Seq": _ATTENTION_SEQ2SEQ_LAYERS + """
+    def encode(self, src, src_lengths):
+        anchor = 0.0 * self.encoder_bridge.bias.sum()
+        B, S, H = src.shape[0], src.shape[1], self.encoder_bridge.out_features
+        return torch.zeros(B, S, 2 * H) + anchor, src != PAD, torch.zeros(B, H) + anchor
+
+    def forward(self, src, src_lengths, tgt_in):
+        return torch.zeros(*tgt_in.shape, self.decoder.out.out_features) + 0.0 * self.decoder.out.bias.sum()
+"""},
+    },
+}
+
+
+def zero_init_models(chapter: str, base=None) -> dict[str, object]:
+    """student -> the release (or ``base``) with the chapter's model answers replaced by a ZERO_INIT_MODELS variant."""
+    made = {}
+    for student, answers in ZERO_INIT_MODELS.get(chapter, {}).items():
+        nb = copy.deepcopy(base) if base is not None else load("release", chapter)[0]
+        for cell in nb.cells:
+            if meta(cell).get("solution") and meta(cell).get("grade_id") in answers:
+                cell.source = answers[meta(cell)["grade_id"]]
+        made[student] = nb
+    return made
+
+
 def attacks(chapter: str) -> dict[str, tuple[str, object]]:
     """student -> (the class of attack of issue 23 it belongs to, notebook). Every one but the lending attacks outside
     LENDS_IN_VISIBLE_TESTS is built on the release with answers that do nothing useful, so deserves 0 points; each
@@ -775,6 +922,7 @@ def attacks(chapter: str) -> dict[str, tuple[str, object]]:
                                                           "_write_back(*args, **kwargs)")),
         "limits_memory_share": ("limits", insert_before_first_answer(stub(), MEMORY_BEYOND_OWN_SHARE)),
         "limits_process_flood": ("limits", insert_before_first_answer(stub(), PROCESS_FLOOD)),
+        **{student: ("zero_init", nb) for student, nb in zero_init_models(chapter).items()},
     }
 
 
