@@ -547,3 +547,50 @@ def test_a_cpu_hog_does_not_slow_the_honest_student_beside_it(tmp_path):
     assert float(noisy["b_honest"]["score"]) == full == float(quiet["b_honest"]["score"])
     reference = max(quiet["a_honest"]["run_s"], quiet["b_honest"]["run_s"])
     assert noisy["b_honest"]["run_s"] <= 1.5 * reference + 2, (noisy["b_honest"]["run_s"], reference)
+
+
+# -- issue 39, section 5: what a submission reaches in the test kernel through the wire --------------------------
+
+@pytest.fixture(scope="module")
+def wire_reach(tmp_path_factory):
+    """One grading run (grade.py, one job at a time) of: a wrong answer that steers torch's global generator, in
+    chapters 3, 4 and 8 (tests/adversarial/issue39.py), and chapter 1's stubs with an answer bound to a handle the
+    test kernel lent."""
+    import nbformat
+    from adversarial.issue39 import LENT_CHAPTER, STEERING_CHAPTERS, lent_answer, steering
+
+    root = tmp_path_factory.mktemp("wire-reach")
+    export, workspace = root / "export", root / "workspace"
+    export.mkdir()
+    aimed_at = {}
+    for chapter in STEERING_CHAPTERS:
+        nb, aimed_at[chapter] = steering(chapter)
+        (export / f"steer_{chapter[:2]}_{load('release', chapter)[1]}").write_text(nbformat.writes(nb))
+    (export / f"lent_{LENT_CHAPTER[:2]}_{load('release', LENT_CHAPTER)[1]}").write_text(nbformat.writes(lent_answer()))
+    chapters = [arg for chapter in (*STEERING_CHAPTERS, LENT_CHAPTER) for arg in ("--chapter", chapter)]
+    done = grade(workspace, "--submissions", str(export), *chapters, "--jobs", "1", "--cell-timeout", "40",
+                 "--memory-gb", "1", "--no-progress")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {}
+    for chapter in (*STEERING_CHAPTERS, LENT_CHAPTER):
+        student = f"{'lent' if chapter == LENT_CHAPTER else 'steer'}_{chapter[:2]}"
+        results[chapter] = json.loads((workspace / "autograder-results" / chapter / student / "result.json").read_text())
+    return {"results": results, "aimed_at": aimed_at, "workspace": workspace}
+
+
+@pytest.mark.parametrize("chapter", ["03-recurrent-neural-networks", "04-vanishing-gradients-gru-lstm", "08-transformers"])
+def test_a_student_cannot_choose_the_random_inputs_of_later_tests(wire_reach, chapter):
+    """A wrong answer that sets torch's global generator to all-zero words after its calls scored the test cell it
+    aims at in full while the test kernel took the student's global random states (chapter 3's padding check,
+    chapter 4's random batches, chapter 8's cached attention, each drew zeros); the test kernel keeps its own."""
+    result = wire_reach["results"][chapter]
+    cells = next(iter(result["notebooks"].values()))["cells"]
+    aimed_at = cells[wire_reach["aimed_at"][chapter]]
+    assert aimed_at["max_score"] > 0 and aimed_at["auto_score"] == 0, (chapter, aimed_at)
+
+
+def test_an_answer_bound_to_a_handle_the_test_kernel_lent_is_refused(wire_reach):
+    result = wire_reach["results"]["01-ngram-language-models"]
+    found = " ".join(p for entry in result["notebooks"].values() for p in entry.get("problems", []))
+    assert "the test kernel's own objects" in found and "'kn_prob'" in found, found[:2000]
+    assert result["score"] == 0

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -272,3 +273,36 @@ def test_the_backstop_holds(sandbox, monkeypatch):
     assert seconds < limit * backstop + 2 + 15, seconds
     record("autograder_backstop", limit_s=limit, backstop=backstop, lying_clock_wall_s=lying["wall_s"],
            deaf_notebook_s=round(seconds, 2))
+
+
+# Issue 39: CPU time of the student's own children. Waiting under the sandbox's quota (or behind its own processes
+# on the runner's CPU) is run-queue wait, which own time forgives: a cell that forks CPU burners and spins was
+# forgiven nearly all its wall time and ran to the backstop. Own time is never less than the CPU time the
+# student sandbox's control group used (owntime.GroupCpu).
+BURNERS = ("import subprocess, sys\n"
+           "_burners = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(4)]\n")
+
+
+def needs_group_cpu(sandbox) -> None:
+    accounting = [Path("/sys/fs/cgroup/cgroup.controllers"), Path("/sys/fs/cgroup/cpuacct/cpuacct.usage"),
+                  Path("/sys/fs/cgroup/cpu/cpuacct.usage")]
+    if sandbox.cgroup is None or not any(p.exists() for p in accounting):
+        pytest.skip("no control group with CPU accounting here: the children's CPU time cannot be counted")
+
+
+@pytest.mark.slow
+def test_a_cell_that_forks_cpu_burners_is_stopped_at_its_limit(sandbox):
+    needs_own_time(execute(sandbox, ["pass"])[0])
+    needs_group_cpu(sandbox)
+    cells = [BURNERS + "while True:\n    pass",
+             "def burn():\n" + "".join("    " + line + "\n" for line in BURNERS.splitlines()) + "    while True:\n        pass",
+             "burn()", "print('after')"]
+    execution, nb = execute(sandbox, cells, tests={2}, answer_names=["burn"], limit=2)
+    assert execution.timed_out == [0, 2], (execution.problems, texts(nb, 0), texts(nb, 2))
+    for index in (0, 2):  # the student's own cell, and a test calling the student's function
+        cell = execution.cell_time[index]
+        record(f"autograder_fork_burners_{index}", limit_s=2, backstop=3, **cell)
+        assert index not in execution.backstopped, (index, cell, texts(nb, index))
+        # stopped at 2 s of own time, the burners' CPU time counted (before: wall 6 s, the backstop, own time < 1 s)
+        assert cell["wall_s"] < 2 + 1.5 and cell["own_s"] >= 2, (index, cell)
+    assert "CPU time that the student's processes used together" in texts(nb, 0), texts(nb, 0)
