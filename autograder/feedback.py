@@ -158,7 +158,15 @@ class Room:
         self.left -= min(len(text), CLEAN_CHARS)
         if len(text) > CLEAN_CHARS:
             return f"<pre>{html.escape(_cut(text, CLEAN_CHARS))}</pre><p><em>[{what} was too long to render]</em></p>"
-        return clean_html(markdown2html_mistune(text) if markdown else text)
+        return clean_html(rendered(text) if markdown else text)
+
+
+def rendered(markdown: str) -> str:
+    """Markdown as HTML (not yet cleaned); markdown the renderer refuses (a missing attachment) as escaped text."""
+    try:
+        return markdown2html_mistune(markdown)
+    except Exception:  # noqa: BLE001 - the student's text must never stop the grading job
+        return f"<pre>{html.escape(markdown)}</pre>"
 
 
 # Cell and output metadata a page may read, each with its check; every other key is dropped. (nbgrader's grade_id is
@@ -196,8 +204,8 @@ def cell_metadata(metadata) -> dict:
     metadata = metadata if isinstance(metadata, dict) else {}
     kept = {}
     grading = _fields(metadata.get("nbgrader"), NBGRADER_FIELDS)
-    if grading:
-        kept["nbgrader"] = grading
+    if grading and ("grade_id" in grading or not any(grading.get(f) for f in ("grade", "solution", "locked", "task"))):
+        kept["nbgrader"] = grading  # (a graded cell without a usable id is no graded cell)
     tags = metadata.get("tags")
     if isinstance(tags, list) and all(isinstance(t, str) and WORD.fullmatch(t) for t in tags):
         kept["tags"] = list(tags)[:50]

@@ -17,6 +17,9 @@ promise off the results:
 - write_back: an argument changed in place comes back only as data: the student's function or object put into a
   test's list, dict or course object fails that test with the reason;
 - limits: the submission's processes share one memory limit and one process limit, whatever they fork;
+- browser (issue 39): outputs whose metadata, data and error fields, and cells whose metadata, attachments and markdown
+  a page would write as HTML: no feedback page and no autograded notebook (as formgrader, nbconvert's classic and lab
+  templates render it) runs anything in Chromium, or holds a javascript: or data: link;
 - and every submission is graded, gets 0 (chapter 3's lending ones exactly full marks), and the honest student after them
   full marks; nothing outside the workspace changes.
 """
@@ -34,7 +37,9 @@ import nbformat
 import pytest
 
 from course import REPO, SOLUTIONS, check_grader_timings, hidden_test_lines, is_graded_test
+from browser import chromium, chromium_path
 from test_autograder_feedback import Active
+from test_browser_feedback import views, what_runs
 from test_autograder_safety import grade, graders_own_peak, tree_hash
 
 sys.path.insert(0, str(REPO / "autograder"))
@@ -77,7 +82,7 @@ def graded(request, tmp_path_factory):
     results = {p.parent.name: json.loads(p.read_text())
                for p in (workspace / "autograder-results" / chapter).glob("*/result.json")}
     return {"chapter": chapter, "done": done, "kinds": kinds, "rows": rows, "pages": pages, "results": results,
-            "changed": changed, "notebook": name, "printed": printed, "submitted": submitted}
+            "changed": changed, "notebook": name, "printed": printed, "submitted": submitted, "workspace": workspace}
 
 
 def of_kind(graded, kind: str) -> list[str]:
@@ -229,3 +234,28 @@ def graded_zero_init_attention(tmp_path_factory):
 def test_a_model_of_zero_parameters_gets_nothing_in_chapter_7(graded_zero_init_attention):
     check_zero_init_models_get_nothing(graded_zero_init_attention)
     assert all(float(r["score"]) == 0 for r in graded_zero_init_attention["rows"].values()), graded_zero_init_attention["rows"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if chromium_path() is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    with chromium() as opened:
+        yield opened
+
+
+def test_no_page_of_the_batch_runs_anything_in_a_browser(graded, browser):
+    """Every feedback page and every autograded notebook as formgrader renders it, opened in Chromium; the hostile
+    submissions' notebooks as nbconvert's classic and lab exports render them too."""
+    pages = {f"{student} feedback": page for student, page in graded["pages"].items()}
+    for path in sorted((graded["workspace"] / "autograded").glob(f"*/{graded['chapter']}/*.ipynb")):
+        student = path.parent.parent.name
+        hostile = graded["kinds"].get(student) in ("browser", "html")
+        shown = views(path, ("formgrader", "classic", "lab") if hostile else ("formgrader",))
+        pages.update({f"{student} {view}": page for view, page in shown.items()})
+    assert len(pages) >= 2 * len(graded["rows"])
+    ran = what_runs(browser, pages)
+    assert not ran, {name: found[:3] for name, found in list(ran.items())[:5]}
+    outputs, cells = of_kind(graded, "browser")
+    assert ACTIVE_MARK in graded["pages"][outputs] and ACTIVE_MARK in graded["pages"][cells], "shown, as text"
+    assert "was made ungraded" in text_of(graded["pages"][cells]), "the grader's note quoting the cell's id"

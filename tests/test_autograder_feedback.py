@@ -21,6 +21,7 @@ import csv
 import html
 import re
 import sys
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -243,3 +244,77 @@ def test_a_job_that_fails_twice_is_recorded_as_zero_and_the_run_fails(tmp_path, 
     assert "1 to grade" in capsys.readouterr().err
     rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "workspace" / "grades.csv"))}
     assert "failed" not in rows["bob"]["problems"] and rows["bob"]["max_score"] == rows["alice"]["max_score"]
+
+
+# -- 4. what a page may cost: long cells, a time limit (issue 39) ----------------------------------------------
+
+def with_long_cell(chapter: str, size: int = 1_050_000) -> nbformat.NotebookNode:
+    """The chapter with a cell of the student's own holding more than 1 MB of ordinary code, after the first answer."""
+    from adversarial.generate import long_cell
+
+    nb = long_cell(canonical_of(chapter), size)
+    for cell in nb.cells:
+        cell.pop("id", None)
+    return nb
+
+
+def test_a_cell_of_a_megabyte_makes_a_small_page_quickly():
+    """A 1 MB cell took 7-98 s to highlight and made a 25 MB page: now it is cut and shown without colours."""
+    chapter = CHAPTERS[0]
+    nb = with_long_cell(chapter)
+    long = max(len(c.source) for c in nb.cells)
+    assert long > 2**20
+    page_of(canonical_of(chapter), chapter)  # the exporter made and the course's cells remembered, as in a worker
+    started = time.perf_counter()
+    page = page_of(nb, chapter)
+    seconds = time.perf_counter() - started
+    honest = page_of(canonical_of(chapter), chapter)
+    assert len(page) < len(honest) + 300_000, (len(page), len(honest))
+    assert seconds < 5, f"{seconds:.1f} s for the page"
+    assert f"feedback shows {feedback.SHOWN_CHARS:,d} of this cell's {long:,d} characters" in html.unescape(page)
+    remembered = max(len(key[0]) for h in feedback.exporter().highlighters.values() for key in h.made)
+    assert remembered <= feedback.REMEMBER_CHARS, "a long cell was remembered"
+
+
+def test_a_page_not_made_in_time_is_a_plain_page_with_the_reason(monkeypatch):
+    chapter = CHAPTERS[0]
+    monkeypatch.setattr(feedback, "FEEDBACK_SECONDS", 0.05)
+    monkeypatch.setattr(feedback, "HIGHLIGHT_CHARS", 10**9)  # as before the limits: the long cell is highlighted
+    monkeypatch.setattr(feedback, "HIGHLIGHT_BUDGET", 10**9)
+    monkeypatch.setattr(feedback, "SHOWN_CHARS", 10**9)
+    scored = score_cells(canonical_of(chapter), None, "not graded in this test")
+    entry = {"cells": scored, "problems": [], "repairs": []}
+    started = time.perf_counter()
+    page = feedback.feedback_html(with_long_cell(chapter, 200_000), entry, "mallory", chapter, source_of(chapter).stem)
+    assert time.perf_counter() - started < 5
+    reason = f"the feedback page could not be made within {feedback.FEEDBACK_SECONDS} s"
+    assert any(reason in p for p in entry["problems"]), entry["problems"]
+    assert reason in page and "mallory" in page and "<table>" in page, page[:500]
+
+
+@pytest.mark.parametrize("in_thread", [False, True], ids=["main thread (alarm)", "worker thread (checks only)"])
+def test_the_time_limit_holds_without_the_alarm_too(monkeypatch, in_thread):
+    """A Dask worker grades in a thread, where no alarm can be set: the page's own checks stop it."""
+    import threading
+
+    chapter = CHAPTERS[0]
+    monkeypatch.setattr(feedback, "FEEDBACK_SECONDS", 0.05)
+    monkeypatch.setattr(feedback, "HIGHLIGHT_CHARS", 10**9)
+    monkeypatch.setattr(feedback, "HIGHLIGHT_BUDGET", 10**9)
+    scored = score_cells(canonical_of(chapter), None, "not graded in this test")
+    entry = {"cells": scored, "problems": [], "repairs": []}
+    nb = with_long_cell(chapter, 60_000)
+    made = {}
+
+    def make():
+        started = time.perf_counter()
+        made["page"] = feedback.feedback_html(nb, entry, "mallory", chapter, source_of(chapter).stem)
+        made["seconds"] = time.perf_counter() - started
+
+    if in_thread:
+        worker = threading.Thread(target=make)
+        worker.start()
+        worker.join(60)
+    else:
+        make()
+    assert made["seconds"] < 5 and any("could not be made within" in p for p in entry["problems"]), made.get("seconds")

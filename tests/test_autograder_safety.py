@@ -594,3 +594,38 @@ def test_an_answer_bound_to_a_handle_the_test_kernel_lent_is_refused(wire_reach)
     found = " ".join(p for entry in result["notebooks"].values() for p in entry.get("problems", []))
     assert "the test kernel's own objects" in found and "'kn_prob'" in found, found[:2000]
     assert result["score"] == 0
+
+
+def test_no_page_of_the_batch_runs_anything_in_a_browser(batch):
+    """Issue 39: every feedback page and every autograded notebook of the batch as formgrader renders it (the hostile
+    ones as nbconvert's classic and lab exports too), opened in Chromium: nothing runs, no javascript:/data: link."""
+    from browser import chromium, chromium_path
+    from test_browser_feedback import views, what_runs
+
+    if chromium_path() is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    workspace = batch["workspace"]
+    pages = {f"{p.parent.parent.name} feedback": p.read_text() for p in (workspace / "feedback").rglob("*.html")}
+    for path in sorted((workspace / "autograded").glob(f"*/{BATCH}/*.ipynb")):
+        hostile = path.parent.parent.name.startswith("browser_")
+        shown = views(path, ("formgrader", "classic", "lab") if hostile else ("formgrader",))
+        pages.update({f"{path.parent.parent.name} {view}": page for view, page in shown.items()})
+    assert len(pages) >= 40
+    with chromium() as browser:
+        ran = what_runs(browser, pages)
+    assert not ran, {name: found[:3] for name, found in list(ran.items())[:5]}
+    assert score(batch, "browser_outputs") == 0 and score(batch, "browser_cells") == 0
+
+
+def test_a_cell_of_a_megabyte_makes_a_small_feedback_page(batch):
+    """Issue 39: a student's cell of 1 MB was highlighted whole (a page 17-25 MB, 3-98 s of the grader's worker)."""
+    import html
+
+    pages = batch["workspace"] / "feedback"
+    page = (pages / "long_cell" / BATCH / f"{BATCH}.html").read_text()
+    release = (pages / "honest_release" / BATCH / f"{BATCH}.html").read_text()
+    assert len(page) < len(release) + 300_000, (len(page), len(release))
+    assert "feedback shows 100,000 of this cell's" in html.unescape(page)
+    seconds = {s: batch["results"][s]["seconds"] for s in ("long_cell", "honest_release")}
+    assert seconds["long_cell"] < seconds["honest_release"] + 20, seconds
+    assert score(batch, "long_cell") == 0

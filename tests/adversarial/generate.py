@@ -505,6 +505,9 @@ def submissions(chapter: str = CH1, targets: list[str] | None = None) -> dict[st
         "leak_via_errors": (forge_answers(insert_before_first_answer(stub(), LEAK_VIA_ERRORS), "_leak(*args, **kwargs)"),
                             "zero"),
         "unusual_but_correct": (unusual_but_correct(sol()), "full"),
+        "browser_outputs": (hostile_outputs(stub()), "zero"),
+        "browser_cells": (hostile_cells(stub()), "zero"),
+        "long_cell": (long_cell(stub()), "zero"),
     })
     if chapter == CH1:
         out["hardcoded_visible_tests"] = (hardcoded(rel()), "zero")
@@ -881,6 +884,80 @@ def zero_init_models(chapter: str, base=None) -> dict[str, object]:
     return made
 
 
+# Issue 39: what a page writes of an output's or a cell's metadata unquoted, markdown rendered a second time, links of
+# the page's own protocols and classes. Every payload calls alert() with ACTIVE_MARK where it would run, or leaves a
+# javascript: or data: link (tests/test_browser_feedback.py opens the pages in Chromium).
+TINY_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+HOSTILE_OUTPUTS = r"""from IPython.display import display
+_PNG = 'TINY_PNG'
+_RUN = "alert('MARK')"
+display({'image/png': _PNG}, raw=True, metadata={'image/png': {'width': '1 onerror=' + _RUN, 'height': '1 onload=' + _RUN}})
+display({'image/jpeg': _PNG}, raw=True, metadata={'width': '1 onerror=' + _RUN, 'unconfined': '1 onclick=' + _RUN,
+                                                 'filenames': {'image/jpeg': 'javascript:' + _RUN}})
+display({'image/png': '" onerror="' + _RUN + '" x="'}, raw=True)
+display({'text/html': '<b>boxed</b><img src=x onerror="' + _RUN + '">'}, raw=True, metadata={'text/html': {'isolated': True}})
+display({'text/markdown': '\\[twice\\](javascript:' + _RUN + ') and <b>[in html](javascript:' + _RUN + ')</b>'}, raw=True)
+display({'text/html': '<div class="alert alert-success"><h4>Score: 100 / 100</h4></div>'
+                      '<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">a data link MARK</a>'}, raw=True)
+display({'text/latex': '<img src=x onerror="' + _RUN + '">'}, raw=True)
+display({'image/svg+xml': '<svg xmlns="http://www.w3.org/2000/svg" onload="' + _RUN + '"/>'}, raw=True)
+display({'application/vnd.jupyter.widget-view+json': {'model_id': '</script><script>' + _RUN + '</script>',
+                                                      'version_major': 2, 'version_minor': 0}}, raw=True)
+class _Figure:
+    def _repr_png_(self):
+        return _PNG, {'width': '1 onerror=' + _RUN, 'height': 2}
+_Figure()
+""".replace("TINY_PNG", TINY_PNG).replace("MARK", ACTIVE_MARK)
+HOSTILE_ERROR = r"""_RUN = "alert('MARK')"
+raise type('<img src=x onerror="' + _RUN + '">', (Exception,), {})(
+    '<script>' + _RUN + '</script> \x1b]8;;javascript:' + _RUN + '\x1b\\a link\x1b]8;;\x1b\\ \x1b[31mred\x1b[0m')
+""".replace("MARK", ACTIVE_MARK)
+
+
+def hostile_outputs(nb):
+    """Outputs whose metadata, data and error fields a page would write as HTML (a cell of the student's own after the
+    first answer, so that feedback shows them), and one that raises an error named and worded in HTML and ANSI."""
+    return after_first_answer(after_first_answer(nb, HOSTILE_ERROR), HOSTILE_OUTPUTS)
+
+
+def hostile_cells(nb):
+    """Cells whose metadata, attachments and markdown a page would write as HTML; markdown that only a second
+    rendering makes a link; a graded cell of the student's own whose id the grader's notes quote."""
+    run = f"alert('{ACTIVE_MARK}')"
+    svg = "PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIG9ubG9hZD0iYWxlcnQoMSkiLz4="  # <svg onload=alert(1)>
+    at = first_answer(nb)
+    course = next(c for c in nb.cells[:at] if c.cell_type == "markdown" and not meta(c))
+    course.attachments = {"pic.svg": {"image/svg+xml": svg}}
+    course.metadata.update({"tags": [f'x" onmouseover="{run}'], "transient": {"remove_source": f"<b onclick=\"{run}\">"}})
+    nb.cells[at:at] = [
+        nbformat.v4.new_markdown_cell(
+            f"My notes: \\[twice\\](javascript:{run}) <b>[inside html](javascript:{run})</b> "
+            f"[a data link](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==) ![pic](attachment:pic.svg)\n\n"
+            f"<div class=\"alert alert-success\">Score: 100 / 100 {ACTIVE_MARK}</div>",
+            attachments={"pic.svg": {"image/svg+xml": svg}}, metadata={"tags": ["x\" onload=\"" + run]}),
+        nbformat.v4.new_code_cell("_mine = 1", metadata={
+            "tags": [f'"><img src=x onerror="{run}">'], "magics_language": "html", "collapsed": True,
+            "nbgrader": {"grade": True, "solution": False, "locked": False, "points": 5,
+                         "grade_id": f'<img src=x onerror="{run}">'}}),
+        nbformat.v4.new_raw_cell(f"[raw](javascript:{run}) <img src=x onerror=\"{run}\">",
+                                 metadata={"raw_mimetype": "text/markdown", "format": "text/markdown"}),
+    ]
+    if nb.nbformat_minor < 5:
+        for cell in nb.cells[at:at + 3]:
+            cell.pop("id", None)
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "state": {}, "version_major": 2, "version_minor": 0, "x": f"</script><script>{run}</script>"}}
+    nb.metadata["title"] = f"</title><script>{run}</script>"
+    return nb
+
+
+def long_cell(nb, size: int = 1_050_000):
+    """A cell of the student's own holding more than 1 MB of code dense in tokens: highlighted, its page grew to 24 times
+    its size (25 MB), and took 7-98 s to make."""
+    line = "_x = 1+2-3*4/5%6+7-8*9//2**3|4&5^6<<1>>2+(1-2)*[3+4][0]  # the student's own\n"
+    return after_first_answer(nb, line * (size // len(line) + 1))
+
+
 def attacks(chapter: str) -> dict[str, tuple[str, object]]:
     """student -> (the class of attack of issue 23 it belongs to, notebook). Every one but the lending attacks outside
     LENDS_IN_VISIBLE_TESTS is built on the release with answers that do nothing useful, so deserves 0 points; each
@@ -914,6 +991,8 @@ def attacks(chapter: str) -> dict[str, tuple[str, object]]:
         "active_outputs": ("html", after_first_answer(forge_answers(insert_before_first_answer(stub(), ACTIVE_OUTPUTS),
                                                                     "_active(*args, **kwargs)"), "_active()")),
         "active_markdown": ("html", active_markdown(stub())),
+        "browser_outputs": ("browser", hostile_outputs(stub())),
+        "browser_cells": ("browser", hostile_cells(stub())),
         "lent_library_methods": ("lent", lending(lending_base(), LENT_LIBRARY_METHODS)),
         "lent_reach_and_set": ("lent", lending(lending_base(), LENT_REACH_AND_SET)),
         "write_back_handles": ("write_back", forge_answers(insert_before_first_answer(stub(), WRITE_BACK_HANDLES),
