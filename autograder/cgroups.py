@@ -2,7 +2,9 @@
 
 One group per worker sandbox, in each controller: `memory` (all its processes together, page
 cache and tmpfs included), `pids` (processes and threads), `cpu` (a quota of one core, so a
-spinning submission cannot slow the honest one graded beside it). cgroup v2 (one unified
+spinning submission cannot slow the honest one graded beside it), and the CPU time its processes used
+together (v2 `cpu.stat`; v1 `cpuacct`, mounted with `cpu` or apart), which a cell's own time never falls
+below (inkernel/owntime.py, GroupCpu). cgroup v2 (one unified
 hierarchy, as systemd sets up) and v1 (a folder per controller, as many containers have) both work.
 Where neither can be written (a container without delegation), `Cgroup.create()` returns None
 with the reason; grade.py says so at start-up and the per-process rlimits remain. With Docker,
