@@ -9,6 +9,7 @@ Issue 14: chapters 2 and 3 stopped at their long cells until the cell timeout un
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from datetime import datetime
@@ -20,6 +21,26 @@ from course import LEARNER_BUDGET_S, errors_of, learner_environment, learner_mar
 
 SOLUTIONS = solution_notebooks()
 SCRIPTS = Path(sys.executable).parent
+
+
+# A cell that runs longer than this (wall seconds, in the learner run beside the suite's other worker) shows a
+# progress bar (issue 41): the longest cells without one run under 3 s on a quiet machine.
+PROGRESS_AFTER_S = 10
+PROGRESS_BAR = re.compile(r"\d+%\|")  # tqdm's "epochs:  40%|####      | 2/5 [...]", as a widget's text or a stream
+
+
+def cell_seconds(cell) -> float | None:
+    execution = cell.get("metadata", {}).get("execution", {})
+    if "iopub.status.busy" not in execution or "shell.execute_reply" not in execution:
+        return None
+    start, end = (datetime.fromisoformat(execution[k].replace("Z", "+00:00")) for k in ("iopub.status.busy", "shell.execute_reply"))
+    return (end - start).total_seconds()
+
+
+def shows_progress(cell) -> bool:
+    texts = [o.get("text", "") if o.get("output_type") == "stream" else o.get("data", {}).get("text/plain", "")
+             for o in cell.get("outputs", [])]
+    return any(PROGRESS_BAR.search(t if isinstance(t, str) else "".join(t)) for t in texts)
 
 
 def timing(nb) -> dict:
@@ -59,3 +80,6 @@ def test_nbconvert_execute_runs_clean_within_budget(path):
            budget=LEARNER_BUDGET_S, **figures)
     assert run.seconds.cpu <= LEARNER_BUDGET_S, \
         f"{path.name} took {run.seconds} under nbconvert (budget {LEARNER_BUDGET_S} s of CPU): {figures}"
+    silent = [f"cell {i} ({cell_seconds(cell):.0f} s)" for i, cell in code
+              if (cell_seconds(cell) or 0) > PROGRESS_AFTER_S and not shows_progress(cell)]
+    assert not silent, f"long cells that show no progress bar (tqdm): {silent}"
