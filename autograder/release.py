@@ -44,6 +44,8 @@ TABLE_START, TABLE_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
 BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 SETUP_CELL = '''# Colab only: install the course helpers (seqlab). Anywhere else this cell does nothing.
+# Your work: on your own machine `make lab` opens your copy of this notebook in work/, which no course update
+# touches (README, "Where your work lives"); in Colab, File > Save a copy in Drive keeps yours.
 import sys
 if "google.colab" in sys.modules:
     %pip install -q "seqlab @ git+{repository}@{branch}"'''
