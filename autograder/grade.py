@@ -36,6 +36,7 @@ import signal
 import sys
 import tempfile
 import time
+import unicodedata
 from pathlib import Path, PurePosixPath
 
 HERE = Path(__file__).resolve().parent
@@ -109,13 +110,19 @@ def clash_reason(student: str, group: list[Claim]) -> str:
 
 
 def stored_name(name: str) -> str:
-    """The file name under which a notebook of another name is kept in submitted/ (job.py names it when the chapter's
-    own notebook is missing): printable UTF-8 (shown()), at most 200 bytes, still ending in .ipynb."""
-    limit = 100
-    text = shown(name, limit)
-    while len(text.encode()) > 200:
+    """The file name under which a notebook of another name is kept in submitted/ (job.py names it where the chapter's
+    own notebook is missing): bytes that are not UTF-8 and control characters as U+FFFD, as a file manager shows
+    them, no backslash (a tar of the folder for the Dask path refuses one), at most 200 bytes, still ending in .ipynb."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = name.encode("utf-8", "replace")
+    text = "".join("\ufffd" if unicodedata.category(c)[0] == "C" else "_" if c == "\\" else c
+                   for c in raw.decode("utf-8", "replace"))
+    full, limit = text, 100
+    while len(text) > 100 or len(text.encode()) > 200:  # ends: at 50 characters even 4-byte ones fit
+        text = full[: limit // 2] + "\u2026" + full[-(limit - limit // 2 - 1):]
         limit -= 10
-        text = shown(name, limit)
     return text if text.endswith(".ipynb") else text + ".ipynb"
 
 

@@ -1,6 +1,12 @@
 """grade.py on a Dask distributed cluster (issue 30; autograder/dask_grading.py): the same grades as the local pool,
 workers that die or refuse, a scheduler that goes away, and the safety suite's attacks run through the cluster.
 
+The class holds one of each malformed input too (issue 39; tests/test_autograder_inputs.py, write_malformed): an
+encrypted zip, a zip with a name flagged UTF-8 that is not, a broken deflate stream, non-UTF-8 file names, a linked
+chapter folder, a 250-character id, a zip of 251 notebooks, a folder of 225 MiB, links. Both ways grade every one of
+them (the chapter's notebook kept, or refused with its reason) with identical grades.csv. SEQLAB_DASK_HONEST=N adds N
+honest students (the issue's 50-student measurement: N=49 beside the malformed ones; each path's time is printed).
+
 Every submission is graded in chapter 7, with chapter 6 the chapter that grades fastest (benchmark.py here: a median
 3.7 s of running per honest notebook in each; the safety suite grades chapter 7 too); the class is small and graded once by each path (module fixture `batch`).
 The fault tests start a scheduler and workers of their own as separate processes (`dask scheduler`,
@@ -9,6 +15,7 @@ The fault tests start a scheduler and workers of their own as separate processes
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
@@ -18,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -31,6 +39,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from adversarial.generate import write_export  # noqa: E402
 from safe_input import Refused  # noqa: E402
 from sandbox import bubblewrap  # noqa: E402
+from test_autograder_inputs import LONG_ID, write_malformed, zip_of  # noqa: E402
 from test_autograder_safety import CELL_LIMIT, COURSE, snoop_report, tree_hash  # noqa: E402 - the safety suite's own helpers
 
 import dask_grading  # noqa: E402
@@ -43,6 +52,7 @@ DASK = str(Path(sys.executable).parent / "dask")
 # honest, wrong, adversarial (edited tests), broken, and two of the safety suite's red-team attacks, as an LMS export
 CLASS = ["honest_solution", "partly_wrong", "edit_tests", "broken_json", "snoop", "plant_symlinks"]
 SMALL = ["honest_solution", "partly_wrong", "broken_json"]  # the fault tests' class
+HONEST_EXTRA = int(os.environ.get("SEQLAB_DASK_HONEST", "0"))  # more honest students (a measured run; 0 in the suite)
 
 
 def grade(workspace: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -65,25 +75,34 @@ def batch(tmp_path_factory):
     canary.write_text("the grader must never change this file\n")
     export = root / "export"
     expected = write_export(export, BATCH, targets=[str(SOLUTIONS), str(root), str(canary), "/root"], only=CLASS)
+    malformed = write_malformed(export, root / "outside")
+    solution = next((SOLUTIONS / BATCH).glob("*.ipynb"))
+    for i in range(HONEST_EXTRA):
+        (export / f"honest_{i:02d}.zip").write_bytes(zip_of({f"{BATCH}/{solution.name}": solution.read_bytes()}))
     write_export(root / "small", BATCH, only=SMALL)
     write_export(root / "tiny", BATCH, only=["broken_json"])
     before = tree_hash(*COURSE, canary, export)
-    pool = grade(root / "pool", "--submissions", str(export), "--jobs", "2", *FAST)
+    started = time.perf_counter()
+    pool = grade(root / "pool", "--submissions", str(export), "--jobs", "2", *FAST, timeout=3600)
+    pool_seconds = time.perf_counter() - started
     assert pool.returncode == 0, pool.stderr[-3000:]
     started = time.perf_counter()
-    done = grade(root / "dask", "--submissions", str(export), "--cluster", "local:2", "--jobs", "1", *FAST)
+    done = grade(root / "dask", "--submissions", str(export), "--cluster", "local:2", "--jobs", "1", *FAST, timeout=3600)
     seconds = time.perf_counter() - started
     assert done.returncode == 0, done.stderr[-3000:]
     after = tree_hash(*COURSE, canary, export)
-    return {"root": root, "export": export, "small": root / "small", "tiny": root / "tiny", "expected": expected, "pool": root / "pool",
-            "dask": root / "dask",
-            "stderr": done.stderr, "seconds": seconds,
+    students = len(expected) + len(malformed) + HONEST_EXTRA
+    print(f"\n{students} students ({len(malformed)} malformed inputs): the pool {pool_seconds:.1f} s, "
+          f"--cluster local:2 {seconds:.1f} s", file=sys.stderr)
+    return {"root": root, "export": export, "small": root / "small", "tiny": root / "tiny", "expected": expected,
+            "malformed": malformed, "pool": root / "pool", "dask": root / "dask", "stderr": done.stderr,
+            "pool_stderr": pool.stderr, "seconds": seconds,
             "changed": sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))}
 
 
 def test_a_local_cluster_grades_a_class_exactly_as_the_local_pool(batch):
     ours, theirs = rows(batch["dask"]), rows(batch["pool"])
-    assert set(ours) == set(CLASS)
+    assert set(ours) == set(CLASS) | set(batch["malformed"]) | {f"honest_{i:02d}" for i in range(HONEST_EXTRA)}
     assert ours == theirs, "scores, maximums and reasons must not depend on where the jobs ran"
     full = float(ours["honest_solution"]["max_score"])
     assert float(ours["honest_solution"]["score"]) == full > 0
@@ -103,6 +122,27 @@ def test_a_local_cluster_grades_a_class_exactly_as_the_local_pool(batch):
     # and the workspace's outputs are there for formgrader and the students
     assert (batch["dask"] / "feedback" / "honest_solution" / BATCH).is_dir()
     assert (batch["dask"] / "autograded" / "partly_wrong" / BATCH / f"{BATCH}.ipynb").is_file()
+
+
+@pytest.mark.parametrize("way", ["pool", "dask"])
+def test_every_malformed_input_is_graded_or_refused_with_its_reason_and_the_class_is_graded(batch, way):
+    """Issue 39: today the pool stops with a traceback (an encrypted zip, a mislabelled name, a broken stream, a
+    non-UTF-8 file name): nobody is graded; and the cluster fails what the pool grades (a linked chapter folder, a
+    250-character id, 251 notebooks, 225 MiB), each recorded as 0 with "the grader failed" and exit status 1."""
+    graded = rows(batch[way])
+    for student, (expect, reason) in batch["malformed"].items():
+        row = graded[student]
+        assert float(row["max_score"]) > 0, student
+        if expect == "full":
+            assert float(row["score"]) == float(row["max_score"]), (student, row["problems"])
+        else:
+            assert float(row["score"]) == 0 and reason in row["problems"], (student, row["problems"])
+        assert "the grader failed" not in row["problems"], (student, row["problems"])
+    for i in range(HONEST_EXTRA):
+        row = graded[f"honest_{i:02d}"]
+        assert float(row["score"]) == float(row["max_score"]) and not row["problems"], row
+    report = (batch[way] / "grading-report.md").read_text(encoding="utf-8")
+    assert "encrypted" in report and f"## {LONG_ID} /" not in report, "the long id is graded, with no problem"
 
 
 def test_a_rerun_on_the_cluster_grades_nothing_again(batch):
@@ -165,6 +205,81 @@ def test_a_linked_notebook_travels_as_its_refusal_with_the_local_reason(tmp_path
     names = dask_grading.unpack(dask_grading.pack_submission(folder, [f"{BATCH}.ipynb"]), into, dask_grading.SUBMISSION_NAME)
     assert names == [f"{BATCH}.ipynb.refused"]
     assert "symbolic link" in (into / names[0]).read_text()
+
+
+def test_a_linked_chapter_folder_travels_as_its_refusal_in_a_whole_archive(tmp_path):
+    """Today the tar's bytes are taken before the gzip stream is closed: the worker cannot read the archive."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / BATCH).symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    into = tmp_path / "in"
+    into.mkdir()
+    data = dask_grading.pack_submission(tmp_path / "alice" / BATCH, [f"{BATCH}.ipynb"])
+    assert dask_grading.unpack(data, into, dask_grading.SUBMISSION_NAME) == [f"{BATCH}.ipynb.refused"]
+    assert "is a link; it was not followed" in (into / f"{BATCH}.ipynb.refused").read_text()
+
+
+def test_what_the_pool_grades_travels_whatever_else_the_folder_holds(tmp_path):
+    """A chapter folder of 251 notebooks, or of 225 MiB of notebooks of other names: the chapter's notebook arrives
+    as it is, the others by name only (job.py reads no more of them), within the archive's limits (today: refused,
+    "more than 200 files" / "too large together", and the job fails twice)."""
+    name = f"{BATCH}.ipynb"
+    good = next((SOLUTIONS / BATCH).glob("*.ipynb")).read_bytes()
+    for case, strays in (("many", {f"copy-{i:03d}.ipynb": 0 for i in range(250)}),
+                         ("large", {f"draft-{i}.ipynb": 45 * 2**20 for i in range(5)})):
+        folder = tmp_path / case / BATCH
+        folder.mkdir(parents=True)
+        (folder / name).write_bytes(good)
+        (folder / "timestamp.txt").write_text("2026-11-27 12:00:00")
+        for stray, size in strays.items():
+            with open(folder / stray, "wb") as f:
+                f.truncate(size)
+        into = tmp_path / f"{case}-in"
+        into.mkdir()
+        names = dask_grading.unpack(dask_grading.pack_submission(folder, [name]), into, dask_grading.SUBMISSION_NAME)
+        assert (into / name).read_bytes() == good and (into / "timestamp.txt").read_text() == "2026-11-27 12:00:00"
+        others = sorted(set(names) - {name, "timestamp.txt"})
+        assert others == sorted(strays)[: dask_grading.MAX_MEMBERS - 10] and not any(
+            (into / o).stat().st_size for o in others)
+
+
+def test_a_result_of_a_250_character_id_is_put_in_place(tmp_path):
+    """Today the staging folder is named after the id, longer than a file name may be (ENAMETOOLONG)."""
+    result_dir = tmp_path / "result"
+    result_dir.mkdir()
+    (result_dir / "result.json").write_text(json.dumps({"student": LONG_ID, "score": 1}))
+    (result_dir / f"{BATCH}.html").write_text("<p>feedback</p>")
+    out = tmp_path / "autograder-results" / BATCH / LONG_ID
+    dask_grading.place_result(dask_grading.pack_result(result_dir), out, "abc", "tcp://worker")
+    assert json.loads((out / "result.json").read_text())["graded_by"] == "tcp://worker"
+    assert (out / f"{BATCH}.html").read_text() == "<p>feedback</p>" and os.listdir(out.parent) == [LONG_ID]
+
+
+def test_jobs_tars_are_made_when_sent_never_for_a_whole_class_at_start(tmp_path, monkeypatch):
+    """Today every job's tar is made by submit(), so grade.py (which submits the whole class at once) holds them all.
+    Here a cluster of one slot: two jobs out at a time, the next tar made when one completes."""
+    packed: list[str] = []
+    sent: list = []
+    monkeypatch.setattr(dask_grading, "pack_submission", lambda folder, names: packed.append(folder.parent.name) or b"")
+
+    class Client:
+        def scheduler_info(self):
+            return {"workers": {"tcp://one": {"nthreads": 1}}}
+
+    pool = dask_grading.DaskPool.__new__(dask_grading.DaskPool)
+    pool.__dict__.update(client=Client(), jobs=1, refused={}, versions={BATCH: "v"}, _lock=threading.Lock(),
+                         _waiting=collections.deque(), _in_flight=0, _dispatching=False)  # what __init__ sets
+    monkeypatch.setattr(pool, "_send", lambda outer, *args, **kwargs: sent.append(outer), raising=False)
+    for student in range(10):
+        (tmp_path / f"s{student}" / BATCH).mkdir(parents=True)
+    outers = [pool.submit(None, str(tmp_path / f"s{i}" / BATCH), BATCH, f"s{i}", str(tmp_path / "out" / f"s{i}"))
+              for i in range(10)]
+    assert packed == ["s0", "s1"], "the first two tars are made; the other eight jobs wait as their paths"
+    sent[0].set_result({"score": 1})
+    assert packed == ["s0", "s1", "s2"]
+    for index in range(1, 8):  # sent grows as slots free; the eighth to end lets the last job out
+        sent[index].set_exception(RuntimeError("failed"))  # a job that fails frees its slot too
+    assert packed == [f"s{i}" for i in range(10)] and sum(o.done() for o in outers) == 8
 
 
 def test_a_worker_with_another_course_version_refuses_before_reading_anything():

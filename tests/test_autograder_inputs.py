@@ -172,7 +172,7 @@ def write_malformed(export: Path, outside: Path, chapter: str = BATCH) -> dict[s
     (export / "bytes_only").mkdir()
     with open(bytes_path(export / "bytes_only", b"\xe9t\xe9-\xff.ipynb"), "wb") as f:
         f.write(good)
-    expected["bytes_only"] = ("zero", "found \\xe9t\\xe9-\\xff.ipynb")
+    expected["bytes_only"] = ("zero", "found \ufffdt\ufffd-\ufffd.ipynb: a notebook must keep its name")
 
     with open(bytes_path(export, b"j\xf6rg_" + notebook.encode()), "wb") as f:  # an LMS that writes names in Latin-1
         f.write(good)
@@ -197,6 +197,20 @@ def write_malformed(export: Path, outside: Path, chapter: str = BATCH) -> dict[s
     (export / "linked_chapter").mkdir()
     (export / "linked_chapter" / chapter).symlink_to(outside / chapter, target_is_directory=True)
     expected["linked_chapter"] = ("zero", "link")
+
+    # the input side's attacks (tests/test_autograder_safety.py): links to what lies outside the export
+    (export / f"linked_file_{notebook}").symlink_to(outside / chapter / notebook)
+    expected["linked_file"] = ("zero", "symbolic link")
+    os.link(outside / chapter / notebook, export / f"hard_link_{notebook}")
+    expected["hard_link"] = ("zero", "hard link")
+    link = zipfile.ZipInfo(f"{chapter}/{notebook}")
+    link.external_attr = 0o120777 << 16  # a symbolic link inside a zip file, as `zip -y` stores it
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(link, str(outside / chapter / notebook))
+        archive.writestr(f"../../{notebook}", good)
+    (export / "zip_link.zip").write_bytes(buffer.getvalue())
+    expected["zip_link"] = ("zero", "zip file")
     return expected
 
 
@@ -289,7 +303,7 @@ def test_each_malformed_input_is_collected_or_refused_with_its_reason(tmp_path):
     assert any("encrypted" in note for note in notes)
     # the mislabelled zip's other member is kept under a printable name, as a notebook of another name
     assert sorted(p.name for p in (submitted / "mislabelled" / BATCH).iterdir()) == [NB, "\u00a0\u25a0-notes.ipynb"]
-    assert sorted(p.name for p in (submitted / "bytes_name" / BATCH).iterdir()) == [NB, "notes-\\xff.ipynb"]
+    assert sorted(p.name for p in (submitted / "bytes_name" / BATCH).iterdir()) == [NB, "notes-\ufffd.ipynb"]
     # a zip of 251 notebooks keeps the chapter's and 20 of the others; five notebooks of 45 MiB are kept as they are
     assert len(list((submitted / "many_notebooks" / BATCH).iterdir())) == 1 + grade.MAX_STRAY_NOTEBOOKS
     assert (submitted / "big_folder" / BATCH / "draft-0.ipynb").stat().st_size == STRAY_SIZE
