@@ -242,9 +242,10 @@ def test_a_student_cannot_claim_a_wait_it_did_not_have(sandbox):
 @pytest.mark.slow
 def test_the_backstop_holds(sandbox, monkeypatch):
     limit, backstop = 2, 2.0
-    # the student's runner is told that it waited for a CPU all the time: its own time never grows
+    # the student's runner is told that it waited for a CPU all the time, and that its sandbox used no CPU: its own
+    # time never grows (lying about the wait alone, the sandbox's CPU time stops it at the limit: GroupCpu)
     lie = ("import sys, time\nsys.modules['owntime'].RunQueue.wait = lambda self: 10 * time.monotonic()\n"
-           "while True:\n    pass")
+           "sys.modules['owntime'].GroupCpu.used = lambda self: 0.0\nwhile True:\n    pass")
     execution, nb = execute(sandbox, [lie, "print('next')"], limit=limit, backstop=backstop)
     assert execution.timed_out == [0] and execution.backstopped == {0} and execution.replies[1] == "ok"
     assert "backstop" in texts(nb, 0)
