@@ -46,6 +46,7 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from traitlets.config import Config
 
 from course_preprocessors import RedactTracebacks
+from mathml import markdown_with_mathml, without_mathjax
 
 NBGRADER = os.path.dirname(utils.__file__)
 
@@ -481,6 +482,10 @@ def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, no
             meta.setdefault("comment", None)
     from_trusted_side(nb, cells)
     shown_in_feedback(nb)
+    # Markdown cells left here are the course's own (sanitize made a student's raw HTML): formulas as MathML, offline.
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = markdown_with_mathml(cell.source)
     notes = entry.get("problems", []) + entry.get("repairs", [])
     if notes:
         nb.cells.insert(0, notes_cell(notes))
@@ -492,4 +497,4 @@ def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, no
     for pre in (ClearHiddenTests(), RedactTracebacks(), HideTestOutputs()):
         nb, resources = pre.preprocess(nb, resources)
     body, _ = exporter().from_notebook_node(nb, resources=resources, deadline=deadline)
-    return body
+    return without_mathjax(body)

@@ -53,7 +53,7 @@ from wire import json_problem  # noqa: E402 - on the path executor puts there
 
 REPO = HERE.parent
 CODE_FILES = ["job.py", "executor.py", "sandbox.py", "inkernel/runner.py", "inkernel/wire.py", "inkernel/owntime.py",
-              "inkernel/zygote.py", "course_preprocessors.py", "feedback.py", "safe_input.py", "cgroups.py"]
+              "inkernel/zygote.py", "course_preprocessors.py", "feedback.py", "mathml.py", "safe_input.py", "cgroups.py"]
 RESULT_VERSION = 2
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 NOTEBOOK_DEPTH = 100  # how deeply a submitted notebook's JSON may nest (nbformat's own structure is about 6 levels)
