@@ -80,20 +80,35 @@ def problems_of(result: dict) -> list[str]:
 
 
 def write_reports(db_url: str, results: list[dict], csv_path: Path, report_path: Path) -> None:
-    """grades.csv (from the gradebook, so manual grades count) and the problem report."""
+    """grades.csv (from the gradebook, so manual grades count) and the problem report.
+
+    grades.csv has a row per student and chapter: the chapter's total, then a column per exercise (the graded cell's
+    id, in the chapter's order; ``<chapter>:<id>`` where two chapters graded in one run share an id), empty where
+    the row's chapter has no such exercise."""
     by_key = {(r["student"], r["chapter"]): r for r in results}
-    rows = []
+    rows, exercises = [], {}  # exercises: chapter -> its graded cells' ids, in notebook order
     with Gradebook(db_url) as gb:
         for assignment in sorted({r["chapter"] for r in results}):
+            exercises[assignment] = [grade_cell.name for notebook in gb.find_assignment(assignment).notebooks
+                                     for grade_cell in notebook.grade_cells]
             for submission in gb.assignment_submissions(assignment):
                 result = by_key.get((submission.student.id, assignment))
+                scores = {grade.name: round(grade.score, 4) for notebook in submission.notebooks for grade in notebook.grades}
                 rows.append({"student": submission.student.id, "chapter": assignment,
                              "score": round(submission.score, 4), "max_score": submission.max_score,
                              "needs_manual_grade": submission.needs_manual_grade,
-                             "problems": " | ".join(problems_of(result)) if result else ""})
+                             "problems": " | ".join(problems_of(result)) if result else "", "_scores": scores})
+    seen = [name for names in exercises.values() for name in names]
+    shared = {name for name in seen if seen.count(name) > 1}
+    column = {(chapter, name): f"{chapter}:{name}" if name in shared else name
+              for chapter, names in exercises.items() for name in names}
+    for row in rows:
+        scores = row.pop("_scores")
+        row.update({column[(row["chapter"], name)]: scores.get(name, "") for name in exercises[row["chapter"]]})
     rows.sort(key=lambda r: (r["chapter"], r["student"]))
+    fields = ["student", "chapter", "score", "max_score", "needs_manual_grade", "problems", *column.values()]
     with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["student", "chapter", "score", "max_score", "needs_manual_grade", "problems"])
+        writer = csv.DictWriter(f, fieldnames=fields, restval="")
         writer.writeheader()
         writer.writerows(rows)
     lines = ["# Submissions that lost points for a reason other than a failed test", ""]

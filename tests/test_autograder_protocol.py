@@ -819,8 +819,14 @@ def test_a_collision_is_reported_in_the_csv_and_the_report(tmp_path, monkeypatch
     assert result["score"] == 0 < result["max_score"]
     merge_result(db_url, workspace, out)
     write_reports(db_url, [result], workspace / "grades.csv", workspace / "grading-report.md")
-    row = next(csv.DictReader(open(workspace / "grades.csv")))
+    reader = csv.DictReader(open(workspace / "grades.csv"))
+    row = next(reader)
     assert row["student"] == "name" and float(row["score"]) == 0
+    # a column per exercise after the chapter's total, in the chapter's order (issue 41)
+    graded = [c.metadata["nbgrader"]["grade_id"] for c in nbformat.read(next((SOLUTIONS / CH1).glob("*.ipynb")), as_version=4).cells
+              if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    assert reader.fieldnames[reader.fieldnames.index("problems") + 1:] == graded, reader.fieldnames
+    assert sum(float(row[g]) for g in graded) == float(row["score"])
     assert "'name_.zip'" in row["problems"] and "'name.zip'" in row["problems"], row["problems"]
     report = (workspace / "grading-report.md").read_text()
     assert "## name /" in report and "'name_.zip'" in report and "'name.zip'" in report, report
