@@ -106,6 +106,13 @@ def test_every_submission_is_graded_and_lands_in_the_gradebook(batch):
             or "not a valid" in problems(batch, student) or "nbformat" in problems(batch, student)
 
 
+def test_grading_a_class_prints_no_library_warnings(batch):
+    """An instructor reads grade.py's terminal: a library's notice there (nbformat's cell ids, SQLAlchemy's
+    autoflush in nbgrader's gradebook) reads like an error and changes no grade (issue 41)."""
+    warned = re.findall(r"^.*\b\w+Warning\b.*$", batch["stderr"], re.M)
+    assert not warned, "grade.py printed library warnings:\n" + "\n".join(warned[:5])
+
+
 def test_honest_scores_and_warning_keeps_points(batch):
     full = float(batch["rows"]["honest_solution"]["max_score"])
     assert score(batch, "honest_solution") == full
