@@ -189,12 +189,7 @@ def nudge_slider(page, box, label: str, pixels: int = 40) -> None:
     handle.evaluate("element => element.scrollIntoView({block: 'center'})")
     if handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax"):
         pixels = -pixels  # already at the right end: move it left instead
-    where = handle.bounding_box()
-    x, y = where["x"] + where["width"] / 2, where["y"] + where["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x + pixels, y, steps=8)
-    page.mouse.up()
+    drag_by(page, handle, pixels)
 
 
 def wait_for_new_figure(box, before: str, seconds: float = 30) -> str:
@@ -274,6 +269,16 @@ def widget_layout(page) -> dict:
     return page.evaluate(_LAYOUT_SCRIPT)
 
 
+def drag_by(page, handle, pixels: float) -> None:
+    """Press the mouse on the handle's centre, move it ``pixels`` sideways in small steps, release: a person's drag."""
+    where = handle.bounding_box()
+    x, y = where["x"] + where["width"] / 2, where["y"] + where["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + pixels, y, steps=8)
+    page.mouse.up()
+
+
 def slider_handle(page, box, label: str):
     control = box.locator(".widget-inline-hbox", has=page.locator(".widget-label", has_text=label)).first
     return control, control.locator('[role="slider"], .noUi-handle').first
@@ -291,12 +296,7 @@ def drag_slider(page, box, label: str, pixels: int = 60) -> dict:
     before = float(handle.get_attribute("aria-valuenow"))
     if before > (low + high) / 2:
         pixels = -pixels
-    where = handle.bounding_box()
-    x, y = where["x"] + where["width"] / 2, where["y"] + where["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x + pixels, y, steps=8)
-    page.mouse.up()
+    drag_by(page, handle, pixels)
     page.wait_for_timeout(200)
     after = float(handle.get_attribute("aria-valuenow"))
     return {"track": track, "pixels": pixels, "moved_px": (after - before) / (high - low) * track,
