@@ -178,10 +178,12 @@ def write_release(released: dict[str, Path], manifest: dict[str, str]) -> None:
     or, when the new release has no such file, removed. Anything else under notebooks/ is somebody's work (a
     learner's notebook, a saved edit of a release notebook, Jupyter's checkpoints): it stays where it is, or, when a
     new release notebook must take its place, it moves to work/ first and this says where."""
+    fresh = {relative: sha256(source) for relative, source in released.items()}
     for relative, path in files_under(NOTEBOOKS).items():
-        ours = manifest.get(relative) == sha256(path)
+        now = sha256(path)
+        ours = manifest.get(relative) == now
         if relative in released:
-            if not ours and sha256(path) != sha256(released[relative]):
+            if not ours and now != fresh[relative]:
                 print(f"release: notebooks/{relative} was edited since the last release; "
                       f"your version is now {set_aside(path, relative).relative_to(REPO)}")
         elif ours:
@@ -194,8 +196,7 @@ def write_release(released: dict[str, Path], manifest: dict[str, str]) -> None:
     for folder in sorted((p for p in NOTEBOOKS.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
         if not any(folder.iterdir()) and folder.relative_to(NOTEBOOKS).as_posix().split("/")[0] not in chapters():
             folder.rmdir()  # an emptied chapter that has no source any more
-    new_manifest = {relative: sha256(source) for relative, source in released.items()}
-    MANIFEST.write_text(json.dumps(new_manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    MANIFEST.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"released {len(released)} file(s) into notebooks/")
 
 

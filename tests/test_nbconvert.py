@@ -29,12 +29,18 @@ PROGRESS_AFTER_S = 10
 PROGRESS_BAR = re.compile(r"\d+%\|")  # tqdm's "epochs:  40%|####      | 2/5 [...]", as a widget's text or a stream
 
 
-def cell_seconds(cell) -> float | None:
+def cell_span(cell) -> tuple[datetime, datetime] | None:
+    """When the kernel began and finished the cell (nbclient's timestamps in its metadata), or None if it never ran."""
     execution = cell.get("metadata", {}).get("execution", {})
     if "iopub.status.busy" not in execution or "shell.execute_reply" not in execution:
         return None
     start, end = (datetime.fromisoformat(execution[k].replace("Z", "+00:00")) for k in ("iopub.status.busy", "shell.execute_reply"))
-    return (end - start).total_seconds()
+    return start, end
+
+
+def cell_seconds(cell) -> float | None:
+    span = cell_span(cell)
+    return None if span is None else (span[1] - span[0]).total_seconds()
 
 
 def shows_progress(cell) -> bool:
@@ -47,13 +53,7 @@ def timing(nb) -> dict:
     """From the kernel's timestamps that nbclient keeps in each cell's metadata: the seconds the cells ran,
     the slowest three, and pauses of over 5 s between one cell's reply and the next cell's start (time lost
     outside the notebook's code, in the client or the kernel's messaging)."""
-    stamps = []
-    for i, cell in enumerate(nb.cells):
-        execution = cell.get("metadata", {}).get("execution", {})
-        if "iopub.status.busy" in execution and "shell.execute_reply" in execution:
-            start, end = (datetime.fromisoformat(execution[k].replace("Z", "+00:00"))
-                          for k in ("iopub.status.busy", "shell.execute_reply"))
-            stamps.append((i, start, end))
+    stamps = [(i, *span) for i, cell in enumerate(nb.cells) if (span := cell_span(cell)) is not None]
     seconds = sorted((((end - start).total_seconds(), i) for i, start, end in stamps), reverse=True)
     pauses = [f"before cell {i}: {(start - before).total_seconds():.0f} s"
               for (_, _, before), (i, start, _) in zip(stamps, stamps[1:]) if (start - before).total_seconds() > 5]
