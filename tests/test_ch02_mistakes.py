@@ -683,6 +683,158 @@ def bw_pops_sequences(log_pi, log_A, log_B, sequences):
     return BASE["baum_welch_step"](log_pi, log_A, log_B, parts[::-1])
 
 
+# ---- estimate_hmm written with np.bincount over the concatenated sentences (issue 40, 5) -----------
+
+def estimate_bincount_correct(tag_seqs, obs_seqs, n_states, n_symbols, alpha=1.0, beta=0.01):
+    """Counts from the sentences joined end to end; the empty case (named in the exercise) starts from no tags."""
+    tags = np.concatenate([np.zeros(0, dtype=int)] + [np.asarray(t, dtype=int) for t in tag_seqs])
+    obs = np.concatenate([np.zeros(0, dtype=int)] + [np.asarray(o, dtype=int) for o in obs_seqs])
+    firsts = np.array([t[0] for t in tag_seqs], dtype=int)
+    inside = np.concatenate([np.zeros(0, dtype=bool)] + [np.arange(len(t)) < len(t) - 1 for t in tag_seqs])
+    first = np.bincount(firsts, minlength=n_states).astype(float)
+    transitions = np.bincount(tags[:-1][inside[:-1]] * n_states + tags[1:][inside[:-1]],
+                              minlength=n_states * n_states).reshape(n_states, n_states).astype(float)
+    emissions = np.bincount(tags * n_symbols + obs, minlength=n_states * n_symbols).reshape(n_states, n_symbols).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pi = (first + alpha) / (first.sum() + n_states * alpha)
+        A = (transitions + alpha) / (transitions.sum(axis=1, keepdims=True) + n_states * alpha)
+        B = (emissions + beta) / (emissions.sum(axis=1, keepdims=True) + n_symbols * beta)
+    return pi, A, B
+
+
+# ---- bmes_tags and words_from_tags (section 10, word segmentation) -------------------------------
+
+def bmes_single_character_as_B(words):
+    return "".join("B" if len(word) == 1 else "B" + "M" * (len(word) - 2) + "E" for word in words)
+
+
+def bmes_one_M_too_many(words):
+    return "".join("S" if len(word) == 1 else "B" + "M" * (len(word) - 1) + "E" for word in words)
+
+
+def bmes_hardcoded(words):
+    table = {("要",): "S", ("機票",): "BE", ("旅行社",): "BME", ("機票", "要", "旅行社"): "BESBME", ("一", "一一"): "SBE", (): ""}
+    return table.get(tuple(words), "S" * sum(map(len, words)))
+
+
+def words_cut_only_after_E_or_S(chars, tags):
+    """Only the end rule: a B after an unfinished word does not start a new one."""
+    words, current = [], ""
+    for char, tag in zip(chars, tags):
+        current += char
+        if tag in "ES":
+            words.append(current)
+            current = ""
+    if current:
+        words.append(current)
+    return words
+
+
+def words_lose_an_unfinished_last_word(chars, tags):
+    words, current = [], ""
+    for i, (char, tag) in enumerate(zip(chars, tags)):
+        if current and (tag in "BS" or tags[i - 1] in "ES"):
+            words.append(current)
+            current = ""
+        current += char
+    if current and tags[-1] in "ES":
+        words.append(current)
+    return words
+
+
+def words_from_tags_hardcoded(chars, tags):
+    table = {("機票要旅行社", "BESBME"): ["機票", "要", "旅行社"], ("機票要", "BBS"): ["機", "票", "要"],
+             ("機票要", "SME"): ["機", "票要"], ("機票要", "SBM"): ["機", "票要"], ("", ""): []}
+    return table.get((chars, tags), list(chars))
+
+
+def bmes_other_correct(words):
+    tags = []
+    for word in words:
+        tags.extend(["S"] if len(word) < 2 else ["B", *["M"] * (len(word) - 2), "E"])
+    return "".join(tags)
+
+
+def words_from_tags_other_correct(chars, tags):
+    """Cut positions first, then slices; the same rule."""
+    starts = [i for i in range(len(chars)) if i == 0 or tags[i] in "BS" or tags[i - 1] in "ES"]
+    return [chars[a:b] for a, b in zip(starts, starts[1:] + [len(chars)])]
+
+
+# ---- word_f1 -----------------------------------------------------------------------------------
+
+def _spans(words):
+    found, start = set(), 0
+    for word in words:
+        found.add((start, start + len(word)))
+        start += len(word)
+    return found
+
+
+def _f1(precision, recall):
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def f1_over_characters(gold, predicted):
+    """The share of characters whose B/M/E/S tags agree, as precision, recall and F1."""
+    tags = BASE["bmes_tags"]
+    agree = sum(a == b for g, p in zip(gold, predicted) for a, b in zip(tags(g), tags(p)))
+    share = agree / sum(len("".join(g)) for g in gold)
+    return float(share), float(share), float(share)
+
+
+def f1_words_matched_as_strings(gold, predicted):
+    """Words matched by their string (a multiset), wherever they stand in the utterance."""
+    correct = sum(sum((Counter(g) & Counter(p)).values()) for g, p in zip(gold, predicted))
+    precision, recall = correct / sum(map(len, predicted)), correct / sum(map(len, gold))
+    return float(precision), float(recall), float(_f1(precision, recall))
+
+
+def f1_averaged_over_utterances(gold, predicted):
+    scores = []
+    for g, p in zip(gold, predicted):
+        correct = len(_spans(g) & _spans(p))
+        scores.append((correct / len(p), correct / len(g)))
+    precision, recall = float(np.mean([s[0] for s in scores])), float(np.mean([s[1] for s in scores]))
+    return precision, recall, float(_f1(precision, recall))
+
+
+def f1_precision_and_recall_swapped(gold, predicted):
+    correct = sum(len(_spans(g) & _spans(p)) for g, p in zip(gold, predicted))
+    precision, recall = correct / sum(map(len, gold)), correct / sum(map(len, predicted))
+    return float(precision), float(recall), float(_f1(precision, recall))
+
+
+def f1_divides_by_zero(gold, predicted):
+    correct = sum(len(_spans(g) & _spans(p)) for g, p in zip(gold, predicted))
+    precision, recall = correct / sum(map(len, predicted)), correct / sum(map(len, gold))
+    return float(precision), float(recall), float(2 * precision * recall / (precision + recall))
+
+
+def f1_hardcoded(gold, predicted):
+    if len(gold) == 2:
+        return 2 / 7, 2 / 6, 4 / 13
+    key = (tuple(gold[0]), tuple(predicted[0]))
+    table = {(("機票", "要", "旅行社"), ("機", "票要", "旅行社")): (1 / 3, 1 / 3, 1 / 3),
+             (("一", "一一"), ("一一", "一")): (0.0, 0.0, 0.0), (("機票", "要"), ("機", "票", "要")): (1 / 3, 1 / 2, 0.4),
+             (("要",), ("要",)): (1.0, 1.0, 1.0)}
+    return table.get(key, (1.0, 1.0, 1.0))
+
+
+def f1_other_correct(gold, predicted):
+    """Boundaries as sets of cut positions; a word is right when both its cuts agree and nothing cuts inside it."""
+    from itertools import accumulate
+
+    correct = n_gold = n_predicted = 0
+    for g, p in zip(gold, predicted):
+        g_ends, p_ends = list(accumulate(map(len, g))), list(accumulate(map(len, p)))
+        g_pairs = set(zip([0] + g_ends[:-1], g_ends))
+        correct += sum(pair in g_pairs for pair in zip([0] + p_ends[:-1], p_ends))
+        n_gold, n_predicted = n_gold + len(g), n_predicted + len(p)
+    precision, recall = correct / n_predicted, correct / n_gold
+    return precision, recall, (0.0 if correct == 0 else 2 * precision * recall / (precision + recall))
+
+
 WRONG = [
     ("sample_hmm_tests", "sample_hmm", sample_hardcoded),
     ("sample_hmm_tests", "sample_hmm", sample_emits_from_previous_state),
@@ -741,6 +893,19 @@ WRONG = [
     ("estimate_hmm_tests", "estimate_hmm", estimate_concatenate_crashes_on_empty),
     ("baum_welch_step_tests", "baum_welch_step", bw_hardcoded),
     ("baum_welch_step_tests", "baum_welch_step", bw_pops_sequences),
+    # section 10: word segmentation
+    ("bmes_tags_tests", "bmes_tags", bmes_single_character_as_B),
+    ("bmes_tags_tests", "bmes_tags", bmes_one_M_too_many),
+    ("bmes_tags_tests", "bmes_tags", bmes_hardcoded),
+    ("bmes_tags_tests", "words_from_tags", words_cut_only_after_E_or_S),
+    ("bmes_tags_tests", "words_from_tags", words_lose_an_unfinished_last_word),
+    ("bmes_tags_tests", "words_from_tags", words_from_tags_hardcoded),
+    ("word_f1_tests", "word_f1", f1_over_characters),
+    ("word_f1_tests", "word_f1", f1_words_matched_as_strings),
+    ("word_f1_tests", "word_f1", f1_averaged_over_utterances),
+    ("word_f1_tests", "word_f1", f1_precision_and_recall_swapped),
+    ("word_f1_tests", "word_f1", f1_divides_by_zero),
+    ("word_f1_tests", "word_f1", f1_hardcoded),
 ]
 
 RIGHT = [
@@ -752,6 +917,10 @@ RIGHT = [
     ("estimate_hmm_tests", {"estimate_hmm": estimate_other_correct}),
     ("baum_welch_step_tests", {"baum_welch_step": bw_other_correct}),
     ("viterbi_tests", {"viterbi": viterbi_last_of_ties_correct}),
+    # issue 40, 5: counts with np.bincount over the concatenated sentences, the empty case handled as specified
+    ("estimate_hmm_tests", {"estimate_hmm": estimate_bincount_correct}),
+    ("bmes_tags_tests", {"bmes_tags": bmes_other_correct, "words_from_tags": words_from_tags_other_correct}),
+    ("word_f1_tests", {"word_f1": f1_other_correct}),
 ]
 
 
@@ -764,6 +933,15 @@ RIGHT = [
 VISIBLE = [
     ("viterbi_tests", "viterbi", viterbi_greedy, "without back-tracking"),
     ("baum_welch_step_tests", "baum_welch_step", bw_xi_not_divided_by_likelihood, "xi not divided by P(O)"),
+    ("bmes_tags_tests", "bmes_tags", bmes_single_character_as_B, "one-character word"),
+    ("bmes_tags_tests", "bmes_tags", bmes_one_M_too_many, "two-character word"),
+    ("bmes_tags_tests", "words_from_tags", words_cut_only_after_E_or_S, "ill-formed tags B B S"),
+    ("bmes_tags_tests", "words_from_tags", words_lose_an_unfinished_last_word, "end inside a word"),
+    ("word_f1_tests", "word_f1", f1_over_characters, "characters whose B/M/E/S tags agree"),
+    ("word_f1_tests", "word_f1", f1_words_matched_as_strings, "same words appear at other places"),
+    ("word_f1_tests", "word_f1", f1_averaged_over_utterances, "two utterances"),
+    ("word_f1_tests", "word_f1", f1_precision_and_recall_swapped, "(precision, recall) when three words"),
+    ("word_f1_tests", "word_f1", f1_divides_by_zero, "raised ZeroDivisionError"),
 ]
 
 HIDDEN = [
