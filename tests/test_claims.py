@@ -99,8 +99,8 @@ ALLOWLIST: list[tuple[str, str, str, str]] = [
     ("07", "90", "90 two-digit numbers", "arithmetic: the two-digit numbers are 10 to 99"),
     ("08", "512", "512 the scores", "an illustration of a wide key (512 is the width of the paper's model)"),
     ("08", "32", "32 sources", "how many sources the timing decodes at once, a setting"),
-    ("08", "6,000", "most frequent words", "chapter 4's input vocabulary, a setting that chapter 4 prints"),
-    ("08", "4,000", "The paper raised", "the cited paper's warm-up (Vaswani et al., 2017)"),
+    ("09", "6,000", "most frequent words", "chapter 4's input vocabulary, a setting that chapter 4 prints"),
+    ("09", "4,000", "The paper raised", "the cited paper's warm-up (Vaswani et al., 2017)"),
 ]
 
 APPROX = re.compile(r"(?:about|around|roughly|nearly|almost|some|~|≈)\s*$", re.I)
