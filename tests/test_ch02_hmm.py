@@ -140,3 +140,25 @@ def test_baum_welch_recovers_the_casino_in_the_learner_run():
            max_error_A=error_A, max_error_B=error_B)
     assert float(run.group(3)) >= -1e-4, "the log-likelihood decreased during the notebook's run"
     assert error_A <= 0.05 and error_B <= 0.05
+
+
+SEGMENTER_ROW = re.compile(r"^(every character a word|maximum matching|HMM \(BMES, Viterbi\))\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+                           r"\s+([\d.]+)% / ([\d.]+)% \(of (\d+) unseen\)", re.M)
+
+
+@reads_learner_run(CHAPTER)
+def test_word_segmentation_table_supports_what_the_prose_says():
+    """§10's prose reads the table: maximum matching and the HMM close on F1, the dictionary ahead on seen words,
+    the HMM several times ahead on unseen words, every character a word last."""
+    nb, _ = execute(SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb", grading=False)
+    rows = {name: tuple(float(x) for x in numbers) for name, *numbers in SEGMENTER_ROW.findall(printed_text(nb))}
+    assert set(rows) == {"every character a word", "maximum matching", "HMM (BMES, Viterbi)"}, \
+        "the notebook no longer prints its segmentation table as this test reads it"
+    chars, dictionary, hmm = rows["every character a word"], rows["maximum matching"], rows["HMM (BMES, Viterbi)"]
+    record("ch02_segmentation", f1_hmm=hmm[2], f1_maximum_matching=dictionary[2], f1_every_character=chars[2],
+           unseen_recall_hmm=hmm[4], unseen_recall_maximum_matching=dictionary[4], unseen_words=int(hmm[5]))
+    assert chars[0] < min(dictionary[0], hmm[0]) and chars[2] < min(dictionary[2], hmm[2]), "every character a word is last"
+    assert abs(hmm[2] - dictionary[2]) < 0.02, "'close on F1'"
+    assert dictionary[3] > hmm[3], "'on test words that the training text has as words, the dictionary's recall is the higher'"
+    assert hmm[4] >= 3 * dictionary[4], "'its recall on those words is several times higher'"
+    assert chars[1] > chars[0], "every character a word: recall above precision"
