@@ -500,10 +500,10 @@ class DaskPool:
         self._dispatch()
 
     def _start(self, outer: futures.Future, submission: str, chapter: str, student: str, out: str) -> None:
-        from job import submission_hash
+        from job import graded_notebooks, submission_hash
 
         try:
-            data = pack_submission(Path(submission), sorted(p.name for p in (SOLUTIONS / chapter).glob("*.ipynb")))
+            data = pack_submission(Path(submission), [p.name for p in graded_notebooks(SOLUTIONS / chapter)])
             local_hash = submission_hash(Path(submission))
         except Exception as error:  # noqa: BLE001 - this job's failure (grade.py tries once more, then records it)
             outer.set_exception(error)

@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from dask_grading import peak_mib  # noqa: E402 - the pool's workers report it as the cluster's do; Dask itself is imported only for --cluster/--scheduler
-from job import course_version, failed_result, run_job, submission_hash  # noqa: E402
+from job import course_version, failed_result, graded_notebooks, run_job, submission_hash  # noqa: E402
 from safe_input import Refused, describe, entries, is_real_dir, open_zip, read_file, shown, utf8_text, \
     zip_member_problem  # noqa: E402
 from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
@@ -63,7 +63,7 @@ def chapters() -> list[str]:
 
 
 def notebook_names(chapter: str) -> list[str]:
-    return sorted(p.name for p in (SOLUTIONS / chapter).glob("*.ipynb"))
+    return [p.name for p in graded_notebooks(SOLUTIONS / chapter)]
 
 
 # -- collecting LMS exports ---------------------------------------------------------------------

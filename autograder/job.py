@@ -85,6 +85,14 @@ def digest(paths: list[Path]) -> str:
     return h.hexdigest()[:16]
 
 
+def graded_notebooks(source_dir: Path) -> list[Path]:
+    """A chapter's notebooks that hold graded cells, in name order. A chapter folder may also hold an optional
+    notebook with none (chapter 3's ablation): it is released with the chapter and never graded, so no student
+    is told it is missing."""
+    return [p for p in sorted(source_dir.glob("*.ipynb"))
+            if any(c.get("metadata", {}).get("nbgrader", {}).get("grade") for c in nbformat.read(p, as_version=4).cells)]
+
+
 def course_version(source_dir: Path) -> str:
     """Changes when the chapter's sources or the grader's code change: then everything regrades."""
     return digest(sorted(source_dir.glob("*.ipynb")) + [HERE / f for f in CODE_FILES])
@@ -393,7 +401,7 @@ def failed_result(submission: Path, source_dir: Path, student: str, out: Path, r
     result = {"version": RESULT_VERSION, "student": student, "chapter": source_dir.name,
               "course_version": course_version(source_dir), "submission_hash": hashed,
               "timestamp": None, "notebooks": {}, "sandboxed": None, "failed": True, "problem": problem}
-    for source in sorted(source_dir.glob("*.ipynb")):
+    for source in graded_notebooks(source_dir):
         result["notebooks"][source.stem] = {"status": "failed", "problems": [],
                                             "cells": score_cells(canonical(source), None, "the grader failed")}
     result["score"] = 0
@@ -424,7 +432,7 @@ def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox
         result["problem"] = "the submission folder is missing or is a link (not followed)"
     elif not any(e.name.endswith((".ipynb", ".refused")) for e in entries(submission)):
         result["problem"] = "no notebook was submitted for this chapter"
-    for source in sorted(source_dir.glob("*.ipynb")):
+    for source in graded_notebooks(source_dir):
         sandbox.reset_scratch()
         entry, nb = grade_notebook(source, submission / source.name, sandbox)
         nbformat.write(sanitize(nb, course_markdown(str(source))), out / source.name)

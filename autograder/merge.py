@@ -16,7 +16,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import SaveCells
 
-from job import canonical
+from job import canonical, graded_notebooks
 
 
 def register_chapter(db_url: str, source_dir: Path) -> None:
@@ -24,7 +24,7 @@ def register_chapter(db_url: str, source_dir: Path) -> None:
     chapter = source_dir.name
     with Gradebook(db_url) as gb:
         gb.update_or_create_assignment(chapter)
-    for source in sorted(source_dir.glob("*.ipynb")):
+    for source in graded_notebooks(source_dir):
         resources = {"nbgrader": {"db_url": db_url, "assignment": chapter, "notebook": source.stem}}
         SaveCells().preprocess(canonical(source), resources)
 

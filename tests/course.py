@@ -37,6 +37,12 @@ def solution_notebooks() -> list[Path]:
     return [nb for chapter in CHAPTERS for nb in sorted((SOLUTIONS / chapter).glob("*.ipynb"))]
 
 
+def main_notebooks() -> list[Path]:
+    """Each chapter's own notebook, named after its folder: the graded one. A chapter folder may hold an optional
+    notebook beside it (chapter 3's ablation), released and run like the others but with no exercises."""
+    return [nb for nb in solution_notebooks() if nb.stem == nb.parent.name]
+
+
 def student_notebook(solution: Path) -> Path:
     return NOTEBOOKS / solution.parent.name / solution.name
 

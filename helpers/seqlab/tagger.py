@@ -38,6 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -45,7 +46,8 @@ from seqlab.data import load_brown
 from seqlab.tagsets import UNIVERSAL_TAGS, universal_tags
 
 __all__ = ["TAGS", "SHAPES", "DIRECTIONS", "CHECKPOINTS", "Vocabulary", "Tagger", "tagging_splits", "training_vocabulary", "word_shape",
-           "pad_batch", "pad_sequences", "batches", "encode_split", "tag_sentences", "accuracy", "checkpoint_record", "load_checkpoint", "main"]
+           "pad_batch", "pad_sequences", "batches", "encode_split", "tag_sentences", "accuracy", "checkpoint_record", "load_checkpoint",
+           "unknown_word_class", "BigramHMM", "main"]
 
 TAGS = tuple(UNIVERSAL_TAGS)
 TAG_INDEX = {tag: i for i, tag in enumerate(TAGS)}
@@ -200,6 +202,70 @@ def accuracy(scores: Sequence[torch.Tensor], tags: Sequence[torch.Tensor], unkno
     unk = torch.cat(list(unknown))
     return {"accuracy": float(right.float().mean()), "unknown_accuracy": float(right[unk].float().mean()),
             "tokens": int(right.numel()), "unknown_tokens": int(unk.sum())}
+
+
+UNKNOWN_CLASSES = ("<unk-num>", "<unk-hyphen>", "<unk-cap>", "<unk-ing>", "<unk-ed>", "<unk-ly>",
+                   "<unk-noun>", "<unk-adj>", "<unk-s>", "<unk>")
+
+
+def unknown_word_class(word: str) -> str:
+    """Chapter 2's class of an unknown word, from its spelling (digits, hyphen, capital, suffix), tried in order."""
+    lower = word.lower()
+    if any(c.isdigit() for c in word):
+        return "<unk-num>"
+    if "-" in word:
+        return "<unk-hyphen>"
+    if word[:1].isupper():
+        return "<unk-cap>"
+    for suffixes, name in ((("ing",), "<unk-ing>"), (("ed",), "<unk-ed>"), (("ly",), "<unk-ly>"),
+                           (("tion", "ment", "ness", "ity", "ism", "er", "ist"), "<unk-noun>"),
+                           (("able", "ible", "al", "ous", "ive", "ful", "less", "ic", "ish"), "<unk-adj>"),
+                           (("s",), "<unk-s>")):
+        if lower.endswith(suffixes):
+            return name
+    return "<unk>"
+
+
+class BigramHMM:
+    """Chapter 2's supervised bigram HMM tagger, rebuilt so that chapter 4 can compare taggers token by token:
+    lower-cased words seen at least ``min_count`` times, every other word replaced by its spelling class (in
+    training too), pi and A smoothed with ``alpha``, B with ``beta``, Viterbi in log space. Tags are indices
+    into :data:`TAGS`."""
+
+    def __init__(self, sentences, alpha: float = 1.0, beta: float = 0.01, min_count: int = 2):
+        counts = Counter(w.lower() for words, _ in sentences for w in words)
+        known = sorted(w for w, c in counts.items() if c >= min_count)
+        self.index = {symbol: k for k, symbol in enumerate(list(UNKNOWN_CLASSES) + known)}
+        N, M = len(TAGS), len(self.index)
+        first, transitions, emissions = np.zeros(N), np.zeros((N, N)), np.zeros((N, M))
+        for words, tags in sentences:
+            if not words:
+                continue
+            t, o = np.array([TAG_INDEX[tag] for tag in tags]), self.encode(words)
+            first[t[0]] += 1
+            np.add.at(transitions, (t[:-1], t[1:]), 1)
+            np.add.at(emissions, (t, o), 1)
+        self.log_pi = np.log((first + alpha) / (first.sum() + N * alpha))
+        self.log_A = np.log((transitions + alpha) / (transitions.sum(1, keepdims=True) + N * alpha))
+        self.log_B = np.log((emissions + beta) / (emissions.sum(1, keepdims=True) + M * beta))
+
+    def encode(self, words) -> np.ndarray:
+        return np.array([self.index.get(w.lower(), self.index.get(unknown_word_class(w), 0)) for w in words], dtype=int)
+
+    def tag(self, words) -> torch.Tensor:
+        """The most likely tag sequence of one sentence, (n,) long."""
+        obs = self.encode(words)
+        if len(obs) == 0:
+            return torch.zeros(0, dtype=torch.long)
+        delta, back = self.log_pi + self.log_B[:, obs[0]], []
+        for o in obs[1:]:
+            scores = delta[:, None] + self.log_A  # (from, to)
+            back.append(scores.argmax(0))
+            delta = scores.max(0) + self.log_B[:, o]
+        path = [int(delta.argmax())]
+        for pointers in reversed(back):
+            path.append(int(pointers[path[-1]]))
+        return torch.tensor(path[::-1], dtype=torch.long)
 
 
 def checkpoint_record(direction: str = "bi") -> dict:
