@@ -55,6 +55,58 @@ def lookup_other_correct(E, ids):
     return np.take(E, ids.reshape(-1), axis=0).reshape(ids.shape + (E.shape[1],))
 
 
+# ---- embedding_grad (graded with embedding_lookup: one exercise since issue 40) ------------------
+
+def grad_last_write_wins(ids, grad_out, V):
+    """dE[ids] += G: numpy's fancy-index assignment keeps one write per repeated id instead of adding them."""
+    ids, grad_out = np.asarray(ids).reshape(-1), np.asarray(grad_out)
+    dE = np.zeros((V, grad_out.shape[-1]), dtype=grad_out.dtype)
+    dE[ids] += grad_out.reshape(len(ids), -1)
+    return dE
+
+
+def grad_loop_over_first_axis(ids, grad_out, V):
+    """A loop over the first axis: right for 1-D ids, a fancy-index write (last one wins) for each row of 2-D ids."""
+    grad_out = np.asarray(grad_out)
+    dE = np.zeros((V, grad_out.shape[-1]), dtype=grad_out.dtype)
+    for j, g in zip(np.atleast_1d(ids), np.reshape(grad_out, (-1,) + grad_out.shape[np.ndim(ids):])[:len(np.atleast_1d(ids))]):
+        dE[j] += g
+    return dE
+
+
+def grad_hardcoded(ids, grad_out, V):
+    if np.asarray(ids).tolist() == [2, 0, 2]:
+        return np.array([[2.0, 0.0], [0.0, 0.0], [1.5, 0.0]])
+    ids, grad_out = np.asarray(ids).reshape(-1), np.asarray(grad_out)
+    return np.eye(V)[ids].T @ grad_out.reshape(len(ids), -1)
+
+
+def grad_float64(ids, grad_out, V):
+    """The one-hot product, left in float64 whatever the gradients' dtype."""
+    ids, grad_out = np.asarray(ids).reshape(-1), np.asarray(grad_out)
+    return np.eye(V)[ids].T @ grad_out.reshape(len(ids), -1).astype(np.float64)
+
+
+def grad_empty_ids_crash(ids, grad_out, V):
+    """Takes D from the gradients of the first position, which empty ids do not have."""
+    ids, grad_out = np.asarray(ids).reshape(-1), np.asarray(grad_out)
+    dE = np.zeros((V, len(grad_out.reshape(len(ids), -1)[0])), dtype=grad_out.dtype)
+    np.add.at(dE, ids, grad_out.reshape(len(ids), -1))
+    return dE
+
+
+def grad_other_correct(ids, grad_out, V):
+    ids, grad_out = np.asarray(ids).reshape(-1), np.asarray(grad_out)
+    flat = grad_out.reshape(len(ids), grad_out.shape[-1])
+    return np.stack([np.bincount(ids, weights=flat[:, d], minlength=V) for d in range(flat.shape[1])], axis=1).astype(grad_out.dtype)
+
+
+def grad_torch_other_correct(ids, grad_out, V):
+    ids, grad_out = torch.as_tensor(np.asarray(ids)).reshape(-1), torch.as_tensor(np.asarray(grad_out))
+    flat = grad_out.reshape(len(ids), grad_out.shape[-1])
+    return torch.zeros(V, flat.shape[1], dtype=flat.dtype).index_add_(0, ids, flat).numpy()
+
+
 # ---- cosine_similarity ---------------------------------------------------------------------------
 
 def cosine_hardcoded(M, v):
@@ -318,6 +370,63 @@ def distribution_other_correct(counts, power=0.75):
     logs = np.where(np.asarray(counts) > 0, np.log(np.maximum(np.asarray(counts, dtype=float), 1e-300)), -np.inf)
     w = np.exp(power * logs - np.max(power * logs)) if power != 0 else np.ones(len(logs))
     return w / w.sum()
+
+
+# ---- unigram_table (graded with negative_distribution: one exercise since issue 40) --------------
+
+def _shares(counts, size, power):
+    return BASE["negative_distribution"](counts, power) * size
+
+
+def table_rounded(counts, size, power=0.75):
+    """Each share rounded on its own: the slots do not add up to size."""
+    return np.repeat(np.arange(len(counts)), np.round(_shares(counts, size, power)).astype(np.int64))
+
+
+def table_floored(counts, size, power=0.75):
+    return np.repeat(np.arange(len(counts)), np.floor(_shares(counts, size, power)).astype(np.int64))
+
+
+def table_rest_to_most_frequent(counts, size, power=0.75):
+    """Floors every share and gives all the leftover slots to the most frequent word (more than 1 off its share)."""
+    slots = np.floor(_shares(counts, size, power)).astype(np.int64)
+    slots[int(np.argmax(slots))] += size - int(slots.sum())
+    return np.repeat(np.arange(len(slots)), slots)
+
+
+def table_shuffled(counts, size, power=0.75):
+    return np.random.default_rng(0).permutation(BASE["unigram_table"](counts, size, power))
+
+
+def table_fixed_power(counts, size, power=0.75):
+    return BASE["unigram_table"](counts, size, 0.75)
+
+
+def table_int32(counts, size, power=0.75):
+    return BASE["unigram_table"](counts, size, power).astype(np.int32)
+
+
+def table_hardcoded(counts, size, power=0.75):
+    if np.asarray(counts).tolist() == [16, 1, 0, 81] and size == 36:
+        return np.array([0] * 8 + [1] + [3] * 27)
+    if np.asarray(counts).tolist() == [16, 1, 0, 81] and size == 98:
+        return np.array([0] * 16 + [1] + [3] * 81)
+    if len(counts) == 3 and size == 10:
+        return np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 2])
+    return np.zeros(size, dtype=np.int64)
+
+
+def table_cumulative_other_correct(counts, size, power=0.75):
+    """Rounds the cumulative shares: consecutive boundaries, each slot count within 1 of its share."""
+    bounds = np.round(np.cumsum(BASE["negative_distribution"](counts, power)) * size).astype(np.int64)
+    bounds[-1] = size
+    return np.repeat(np.arange(len(bounds)), np.diff(bounds, prepend=0))
+
+
+def table_inverse_cdf_other_correct(counts, size, power=0.75):
+    """Slot i holds the word whose cumulative interval contains the slot's centre (i + 0.5) / size."""
+    cdf = np.cumsum(BASE["negative_distribution"](counts, power))
+    return np.minimum(np.searchsorted(cdf, (np.arange(size) + 0.5) / size, side="right"), len(cdf) - 1).astype(np.int64)
 
 
 # ---- sgns_loss_and_grads -------------------------------------------------------------------------
@@ -841,6 +950,18 @@ WRONG = [
     ("negative_distribution_tests", "negative_distribution", distribution_fixed_power),
     ("negative_distribution_tests", "negative_distribution", distribution_hardcoded),
     ("negative_distribution_tests", "negative_distribution", distribution_divided_by_the_counts),
+    ("embedding_lookup_tests", "embedding_grad", grad_last_write_wins),
+    ("embedding_lookup_tests", "embedding_grad", grad_loop_over_first_axis),
+    ("embedding_lookup_tests", "embedding_grad", grad_hardcoded),
+    ("embedding_lookup_tests", "embedding_grad", grad_float64),
+    ("embedding_lookup_tests", "embedding_grad", grad_empty_ids_crash),
+    ("negative_distribution_tests", "unigram_table", table_rounded),
+    ("negative_distribution_tests", "unigram_table", table_floored),
+    ("negative_distribution_tests", "unigram_table", table_rest_to_most_frequent),
+    ("negative_distribution_tests", "unigram_table", table_shuffled),
+    ("negative_distribution_tests", "unigram_table", table_fixed_power),
+    ("negative_distribution_tests", "unigram_table", table_int32),
+    ("negative_distribution_tests", "unigram_table", table_hardcoded),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_positive_sign_flipped),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_no_sigmoid_derivative),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_sum_not_mean),
@@ -901,6 +1022,10 @@ RIGHT = [
     ("skipgram_pairs_tests", {"skipgram_pairs": pairs_other_correct}),
     ("subsample_keep_prob_tests", {"subsample_keep_prob": keep_other_correct}),
     ("negative_distribution_tests", {"negative_distribution": distribution_other_correct}),
+    ("embedding_lookup_tests", {"embedding_grad": grad_other_correct}),
+    ("embedding_lookup_tests", {"embedding_grad": grad_torch_other_correct}),
+    ("negative_distribution_tests", {"unigram_table": table_cumulative_other_correct}),
+    ("negative_distribution_tests", {"unigram_table": table_inverse_cdf_other_correct}),
     ("sgns_loss_and_grads_tests", {"sgns_loss_and_grads": sgns_other_correct}),
     ("AveragedEmbeddingClassifier_tests", {"AveragedEmbeddingClassifier": AvgOtherCorrect}),    ("embedding_lookup_tests", {"embedding_lookup": lookup_other_correct_fancy}),
     ("cosine_similarity_tests", {"cosine_similarity": cosine_other_correct_clipped}),
@@ -956,6 +1081,9 @@ HIDDEN = [
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_default_t, "defaults to 1e-3"),
     ("subsample_keep_prob_tests", "subsample_keep_prob", keep_zero_counts_in_place, "in place"),
     ("negative_distribution_tests", "negative_distribution", distribution_in_place, "in place"),
+    ("embedding_lookup_tests", "embedding_grad", grad_float64, "the dtype of dE"),
+    ("embedding_lookup_tests", "embedding_grad", grad_empty_ids_crash, "no ids"),
+    ("negative_distribution_tests", "unigram_table", table_rest_to_most_frequent, "more than 1 from its share"),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_naive_sigmoid, "overflow"),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_log1p_exp, "overflow"),
     ("sgns_loss_and_grads_tests", "sgns_loss_and_grads", sgns_grads_float32, "float64"),
@@ -963,4 +1091,15 @@ HIDDEN = [
     ("AveragedEmbeddingClassifier_tests", "AveragedEmbeddingClassifier", AvgPaddingIdsInPlace, "in place"),
 ]
 
-*_, test_hidden_tests_name_the_class_of_the_bug = naming_tests(CELLS, hidden=HIDDEN + ZERO_INIT_NAMED)
+# the classic mistakes of the two exercises that issue 40 enlarged: the visible part alone names them
+VISIBLE = [
+    ("embedding_lookup_tests", "embedding_grad", grad_last_write_wins, "one write wins"),
+    ("embedding_lookup_tests", "embedding_grad", grad_loop_over_first_axis, "(2, 2)"),
+    ("negative_distribution_tests", "unigram_table", table_rounded, "loses a slot"),
+    ("negative_distribution_tests", "unigram_table", table_floored, "loses a slot"),
+    ("negative_distribution_tests", "unigram_table", table_shuffled, "sorted"),
+    ("negative_distribution_tests", "unigram_table", table_fixed_power, "pass the power on"),
+]
+
+(test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
+ test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN + ZERO_INIT_NAMED)

@@ -27,7 +27,7 @@ additive_scores = BASE["additive_scores"]
 attention_context = BASE["attention_context"]
 
 
-# ---- masked_softmax --------------------------------------------------------------------------------
+# ---- masked_softmax (graded with attention_context: one exercise since issue 40) -----------------
 
 def softmax_last_axis_always(scores, mask, dim=-1):
     return masked_softmax(scores, mask, dim=-1)
@@ -191,58 +191,6 @@ def additive_other_correct(query, keys, W_q, W_k, v):
 
 def additive_linear_other_correct(query, keys, W_q, W_k, v):
     return F.linear(torch.tanh(F.linear(keys, W_k) + F.linear(query, W_q).unsqueeze(1)), v[None])[..., 0]
-
-
-# ---- dot_scores / general_scores -------------------------------------------------------------------
-
-def dot_scaled(query, keys):
-    return torch.einsum("bd,bsd->bs", query, keys) / math.sqrt(query.shape[-1])
-
-
-def general_transposed(query, keys, W):
-    return torch.einsum("bd,bsd->bs", query, keys @ W)  # k^T W q: the two sides swapped
-
-
-def general_query_only_on_left(query, keys, W):
-    return torch.einsum("bd,bsd->bs", query @ W, keys) if W.shape[0] != W.shape[1] else torch.einsum("bd,bsd->bs", query @ W.T, keys)
-
-
-def dot_hardcoded(query, keys):
-    return torch.tensor([[3.0, 3.0]])
-
-
-def dot_squeezes_everything(query, keys):
-    return torch.bmm(keys, query[:, :, None]).squeeze()
-
-
-def dot_casts_to_float32(query, keys):
-    return torch.einsum("bd,bsd->bs", query.float(), keys.float())
-
-
-def dot_without_graph(query, keys):
-    with torch.no_grad():
-        return torch.einsum("bd,bsd->bs", query, keys)
-
-
-def general_transposes_W_in_place(query, keys, W):
-    """q . (k W^T) = q^T W k: right values, but W.t_() transposes the caller's W."""
-    return BASE["dot_scores"](query, keys @ W.t_())
-
-
-def dot_other_correct(query, keys):
-    return torch.bmm(keys, query[:, :, None])[:, :, 0]
-
-
-def general_other_correct(query, keys, W):
-    return torch.bmm(keys @ W.T, query[:, :, None])[:, :, 0]
-
-
-def dot_elementwise_other_correct(query, keys):
-    return (keys * query.unsqueeze(1)).sum(-1)
-
-
-def general_keys_first_other_correct(query, keys, W):
-    return (keys @ W.transpose(0, 1) * query[:, None, :]).sum(-1)
 
 
 # ---- attention_context -----------------------------------------------------------------------------
@@ -891,30 +839,25 @@ def _looks_up_visible_inputs(grade_id, name):
 
 
 LOOKUPS = [(grade_id, name, _looks_up_visible_inputs(grade_id, name)) for grade_id, name in [
-    ("masked_softmax_tests", "masked_softmax"), ("additive_scores_tests", "additive_scores"),
-    ("multiplicative_scores_tests", "dot_scores"), ("multiplicative_scores_tests", "general_scores"),
+    ("attention_context_tests", "masked_softmax"), ("additive_scores_tests", "additive_scores"),
     ("attention_context_tests", "attention_context"), ("qkv_attention_tests", "qkv_attention"),
     ("alignment_accuracy_tests", "reversed_positions"), ("alignment_accuracy_tests", "alignment_accuracy")]]
 
 
 WRONG = [
-    ("masked_softmax_tests", "masked_softmax", softmax_last_axis_always),
-    ("masked_softmax_tests", "masked_softmax", softmax_mask_inverted),
-    ("masked_softmax_tests", "masked_softmax", softmax_mask_ignored),
-    ("masked_softmax_tests", "masked_softmax", softmax_nan_on_fully_masked),
-    ("masked_softmax_tests", "masked_softmax", softmax_then_zero_without_renormalising),
-    ("masked_softmax_tests", "masked_softmax", softmax_fill_minus_1e4),
-    ("masked_softmax_tests", "masked_softmax", softmax_in_place),
-    ("masked_softmax_tests", "masked_softmax", softmax_hardcoded),
+    ("attention_context_tests", "masked_softmax", softmax_last_axis_always),
+    ("attention_context_tests", "masked_softmax", softmax_mask_inverted),
+    ("attention_context_tests", "masked_softmax", softmax_mask_ignored),
+    ("attention_context_tests", "masked_softmax", softmax_nan_on_fully_masked),
+    ("attention_context_tests", "masked_softmax", softmax_then_zero_without_renormalising),
+    ("attention_context_tests", "masked_softmax", softmax_fill_minus_1e4),
+    ("attention_context_tests", "masked_softmax", softmax_in_place),
+    ("attention_context_tests", "masked_softmax", softmax_hardcoded),
     ("additive_scores_tests", "additive_scores", additive_no_tanh),
     ("additive_scores_tests", "additive_scores", additive_v_ignored),
     ("additive_scores_tests", "additive_scores", additive_first_query_for_all),
     ("additive_scores_tests", "additive_scores", additive_returns_softmax),
     ("additive_scores_tests", "additive_scores", additive_hardcoded),
-    ("multiplicative_scores_tests", "dot_scores", dot_scaled),
-    ("multiplicative_scores_tests", "general_scores", general_transposed),
-    ("multiplicative_scores_tests", "general_scores", general_query_only_on_left),
-    ("multiplicative_scores_tests", "dot_scores", dot_hardcoded),
     ("attention_context_tests", "attention_context", context_from_scores),
     ("attention_context_tests", "attention_context", context_mask_ignored),
     ("attention_context_tests", "attention_context", context_mean_over_positions),
@@ -937,18 +880,14 @@ WRONG = [
     ("qkv_attention_tests", "qkv_attention", qkv_mask_inverted),
     ("qkv_attention_tests", "qkv_attention", qkv_hardcoded),
     # issue 25: the input classes the specification names (dtypes, in place, graph, B = 1 / S = 1, modes)
-    ("masked_softmax_tests", "masked_softmax", softmax_casts_to_float32),
-    ("masked_softmax_tests", "masked_softmax", softmax_unmasks_empty_rows_in_place),
-    ("masked_softmax_tests", "masked_softmax", softmax_through_numpy),
-    ("masked_softmax_tests", "masked_softmax", softmax_detached),
-    ("masked_softmax_tests", "masked_softmax", softmax_one_shift_for_all_rows),
+    ("attention_context_tests", "masked_softmax", softmax_casts_to_float32),
+    ("attention_context_tests", "masked_softmax", softmax_unmasks_empty_rows_in_place),
+    ("attention_context_tests", "masked_softmax", softmax_through_numpy),
+    ("attention_context_tests", "masked_softmax", softmax_detached),
+    ("attention_context_tests", "masked_softmax", softmax_one_shift_for_all_rows),
     ("additive_scores_tests", "additive_scores", additive_casts_to_float32),
     ("additive_scores_tests", "additive_scores", additive_unsqueezes_v_in_place),
     ("additive_scores_tests", "additive_scores", additive_query_projection_detached),
-    ("multiplicative_scores_tests", "dot_scores", dot_squeezes_everything),
-    ("multiplicative_scores_tests", "dot_scores", dot_casts_to_float32),
-    ("multiplicative_scores_tests", "dot_scores", dot_without_graph),
-    ("multiplicative_scores_tests", "general_scores", general_transposes_W_in_place),
     ("attention_context_tests", "attention_context", context_weights_values_in_place),
     ("attention_context_tests", "attention_context", context_casts_to_float32),
     ("attention_context_tests", "attention_context", context_detached_weights),
@@ -970,10 +909,10 @@ WRONG = [
     ("qkv_attention_tests", "qkv_attention", qkv_weights_detached),
     ("qkv_attention_tests", "qkv_attention", qkv_scaled_by_value_size),
     # issue 25, gradients: right forward values, a wrong gradient (checked with value_and_grad at every position)
-    ("masked_softmax_tests", "masked_softmax", softmax_minus_inf_then_where),
-    ("masked_softmax_tests", "masked_softmax", softmax_minus_inf_bias_then_nan_to_num),
-    ("masked_softmax_tests", "masked_softmax", softmax_log_normaliser_detached),
-    ("masked_softmax_tests", "masked_softmax", softmax_empty_rows_zeroed_by_subtraction),
+    ("attention_context_tests", "masked_softmax", softmax_minus_inf_then_where),
+    ("attention_context_tests", "masked_softmax", softmax_minus_inf_bias_then_nan_to_num),
+    ("attention_context_tests", "masked_softmax", softmax_log_normaliser_detached),
+    ("attention_context_tests", "masked_softmax", softmax_empty_rows_zeroed_by_subtraction),
     ("attention_context_tests", "attention_context", context_minus_inf_then_nan_to_num),
     ("attention_context_tests", "attention_context", context_normaliser_detached),
     ("qkv_attention_tests", "qkv_attention", qkv_keys_detached),
@@ -1007,17 +946,15 @@ WRONG = [
 ]
 
 RIGHT = [
-    ("masked_softmax_tests", {"masked_softmax": softmax_other_correct}),
+    ("attention_context_tests", {"masked_softmax": softmax_other_correct}),
     ("additive_scores_tests", {"additive_scores": additive_other_correct}),
-    ("multiplicative_scores_tests", {"dot_scores": dot_other_correct, "general_scores": general_other_correct}),
     ("attention_context_tests", {"attention_context": context_other_correct}),
     ("AttentionDecoder_tests", {"AttentionDecoder": DecoderOtherCorrect}),
     ("AttentionSeq2Seq_tests", {"AttentionSeq2Seq": ModelOtherCorrect}),
     ("qkv_attention_tests", {"qkv_attention": qkv_other_correct}),
-    ("masked_softmax_tests", {"masked_softmax": softmax_log_mask_other_correct}),
-    ("masked_softmax_tests", {"masked_softmax": softmax_minus_inf_fill_then_nan_to_num_other_correct}),
+    ("attention_context_tests", {"masked_softmax": softmax_log_mask_other_correct}),
+    ("attention_context_tests", {"masked_softmax": softmax_minus_inf_fill_then_nan_to_num_other_correct}),
     ("additive_scores_tests", {"additive_scores": additive_linear_other_correct}),
-    ("multiplicative_scores_tests", {"dot_scores": dot_elementwise_other_correct, "general_scores": general_keys_first_other_correct}),
     ("attention_context_tests", {"attention_context": context_elementwise_other_correct}),
     ("AttentionDecoder_tests", {"AttentionDecoder": DecoderCleansPaddingOnACopy}),
     ("AttentionSeq2Seq_tests", {"AttentionSeq2Seq": ModelSortsTheBatch}),
@@ -1077,17 +1014,14 @@ WRONG += [(grade_id, name, variant) for grade_id, name, variant, _ in ZERO_INIT_
 # ---- issue 25: the hidden tests name the class of each bug (a check message, never a raw exception) ---------
 
 HIDDEN = [
-    ("masked_softmax_tests", "masked_softmax", softmax_casts_to_float32, "float64"),
-    ("masked_softmax_tests", "masked_softmax", softmax_unmasks_empty_rows_in_place, "in place"),
-    ("masked_softmax_tests", "masked_softmax", softmax_through_numpy, "require grad"),
-    ("masked_softmax_tests", "masked_softmax", softmax_detached, "autograd graph"),
-    ("masked_softmax_tests", "masked_softmax", softmax_one_shift_for_all_rows, "each row's own maximum"),
+    ("attention_context_tests", "masked_softmax", softmax_casts_to_float32, "float64"),
+    ("attention_context_tests", "masked_softmax", softmax_unmasks_empty_rows_in_place, "in place"),
+    ("attention_context_tests", "masked_softmax", softmax_through_numpy, "require grad"),
+    ("attention_context_tests", "masked_softmax", softmax_detached, "autograd graph"),
+    ("attention_context_tests", "masked_softmax", softmax_one_shift_for_all_rows, "each row's own maximum"),
     ("additive_scores_tests", "additive_scores", additive_casts_to_float32, "dtype"),
     ("additive_scores_tests", "additive_scores", additive_unsqueezes_v_in_place, "in place"),
     ("additive_scores_tests", "additive_scores", additive_query_projection_detached, "differentiably on query"),
-    ("multiplicative_scores_tests", "dot_scores", dot_casts_to_float32, "dtype"),
-    ("multiplicative_scores_tests", "dot_scores", dot_without_graph, "autograd graph"),
-    ("multiplicative_scores_tests", "general_scores", general_transposes_W_in_place, "in place"),
     ("attention_context_tests", "attention_context", context_weights_values_in_place, "in place"),
     ("attention_context_tests", "attention_context", context_casts_to_float32, "dtypes"),
     ("attention_context_tests", "attention_context", context_detached_weights, "differentiably on the scores"),
@@ -1105,10 +1039,10 @@ HIDDEN = [
     ("qkv_attention_tests", "qkv_attention", qkv_casts_to_float32, "dtypes"),
     ("qkv_attention_tests", "qkv_attention", qkv_weights_detached, "autograd graph"),
     # gradients (value_and_grad with random output weights, every position)
-    ("masked_softmax_tests", "masked_softmax", softmax_minus_inf_then_where, "NaN in the gradient"),
-    ("masked_softmax_tests", "masked_softmax", softmax_minus_inf_bias_then_nan_to_num, "NaN in the gradient"),
-    ("masked_softmax_tests", "masked_softmax", softmax_log_normaliser_detached, "the normaliser"),
-    ("masked_softmax_tests", "masked_softmax", softmax_empty_rows_zeroed_by_subtraction, "got a gradient"),
+    ("attention_context_tests", "masked_softmax", softmax_minus_inf_then_where, "NaN in the gradient"),
+    ("attention_context_tests", "masked_softmax", softmax_minus_inf_bias_then_nan_to_num, "NaN in the gradient"),
+    ("attention_context_tests", "masked_softmax", softmax_log_normaliser_detached, "the normaliser"),
+    ("attention_context_tests", "masked_softmax", softmax_empty_rows_zeroed_by_subtraction, "got a gradient"),
     ("attention_context_tests", "attention_context", context_minus_inf_then_nan_to_num, "NaN in the gradient"),
     ("attention_context_tests", "attention_context", context_normaliser_detached, "the normaliser"),
     ("qkv_attention_tests", "qkv_attention", qkv_keys_detached, "no .detach() on the keys"),
@@ -1137,7 +1071,7 @@ def test_visible_checks_alone_catch_the_classic_mistakes():
     """A self-learner never sees the hidden tests: the visible part must already reject the classic mistakes."""
     classic = {softmax_last_axis_always, softmax_mask_inverted, softmax_mask_ignored, softmax_nan_on_fully_masked,
                softmax_then_zero_without_renormalising, softmax_in_place, additive_no_tanh, additive_first_query_for_all,
-               dot_scaled, general_transposed, context_from_scores, context_mask_ignored, context_mean_over_positions,
+               context_from_scores, context_mask_ignored, context_mean_over_positions,
                DecoderQueryFromNewState, DecoderContextNotInOutput, DecoderMaskIgnored, ModelValuesAreEmbeddings,
                ModelReadsPadding, ModelMaskMissing, ModelFeedsOwnPredictions, qkv_no_scale, qkv_softmax_over_queries,
                qkv_mask_ignored, positions_from_padded_length, positions_off_by_one, positions_diagonal,
