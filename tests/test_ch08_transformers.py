@@ -1,12 +1,15 @@
 """Chapter 8 (Transformers): the solutions against PyTorch and seqlab's reference, and the measured targets."""
 
+import re
 
+import nbformat
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, reads_learner_run, record
+from test_release import STRING, exercise_texts
 
 CHAPTER = "08-transformers"
 NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
@@ -121,3 +124,40 @@ def test_learner_mode_reaches_the_targets():
     # The cache gives the same tokens and is faster at the longest length.
     T, plain, cached, same = r["cache"][-1]
     assert all(row[3] for row in r["cache"]) and plain > 1.5 * cached, r["cache"]
+
+
+# Issue 40, 5: a student must know from the exercise's text (heading, hints, docstring) every input class its hidden
+# tests try. tests/test_release.py checks the classes of every chapter (empty inputs, settings of 0, arguments left
+# unchanged); these are the modes, dtypes and boundaries chapter 8's hidden tests try, each found by what the hidden
+# block's labels and messages say, and the words its exercise's text must then use.
+INPUT_CLASSES = [  # (the class, what a hidden block says when it tries it, how the exercise's text names it)
+    ("float64 inputs", r"\bfloat64 inputs?\b|\bin float64\b", r"float64"),
+    ("a float32 result or input", r"\bfloat32\b", r"float32"),
+    ("training mode (dropout active)", r"\btraining mode\b", r"training mode"),
+    ("eval mode with dropout set", r"\beval mode\b", r"eval mode"),
+    ("gradients through the function", r"\bautograd graph\b", r"autograd graph|gradients must reach"),
+    ("a batch of one", r"\bB = 1\b", r"\bB = 1\b"),
+    ("ties", r"\btie\b", r"\btie\b"),
+    ("no leading dimensions", r"\(none too\)|\bno leading dim", r"none included"),
+    ("a width of 1", r"\bD = 1\b", r"D \\ge 1"),
+    ("values far from 0", r"\b1e4\b", r"10\^4"),
+    ("causal = False", r"\bcausal = False\b", r"self\.causal"),
+]
+
+
+def unnamed_input_classes(text: str, hidden: str) -> list[str]:
+    said = " ".join(STRING.findall(hidden))
+    return [what for what, tried, named in INPUT_CLASSES if re.search(tried, said) and not re.search(named, text)]
+
+
+def test_hidden_tests_try_only_input_classes_the_exercise_names():
+    problems = [f"{grade_id}: the hidden tests try {what}, which the exercise's text does not name"
+                for grade_id, _, text, hidden in exercise_texts(nbformat.read(NOTEBOOK, as_version=4))
+                for what in unnamed_input_classes(text, hidden)]
+    assert not problems, "\n".join(problems)
+
+
+def test_an_unnamed_input_class_is_found():
+    hidden = 'expect_equal(f(x), want, "greedy decoding with a tie (B = 1)", hint="keep the batch dimension")'
+    assert unnamed_input_classes("Return a list of B lists.", hidden) == ["a batch of one", "ties"]
+    assert unnamed_input_classes("A tie goes to the lower id; `B = 1` included.", hidden) == []
