@@ -762,13 +762,6 @@ _ENCODER_LAYERS = """class Encoder(nn.Module):
         self.rnn = nn.GRU(embed_size, hidden_size, batch_first=True, bidirectional=True)
         self.bridge = nn.Linear(2 * hidden_size, hidden_size)
 """ + ZERO_ALL
-_DECODER_LAYERS = """class Decoder(nn.Module):
-    def __init__(self, n_tgt, embed_size, hidden_size):
-        super().__init__()
-        self.embed = nn.Embedding(n_tgt, embed_size, padding_idx=PAD)
-        self.cell = nn.GRUCell(embed_size, hidden_size)
-        self.out = nn.Linear(hidden_size, n_tgt)
-""" + ZERO_ALL
 _ATTENTION_DECODER_LAYERS = """class AttentionDecoder(nn.Module):
     def __init__(self, n_tgt, embed_size, hidden_size, enc_size, attn_size):
         super().__init__()
@@ -818,21 +811,11 @@ ZERO_INIT_MODELS: dict[str, dict[str, dict[str, str]]] = {
             "Encoder": _ENCODER_LAYERS + """
     def forward(self, src, src_lengths):
         return torch.tanh(self.bridge.bias).expand(src.shape[0], -1)
-""",
-            "Decoder": _DECODER_LAYERS + """
-    def forward(self, prev, state):
-        anchor = 0.0 * self.cell.bias_hh.sum()
-        return self.out.bias.expand(prev.shape[0], -1) + anchor, 0.5 * state + anchor  # z = sigmoid(0), n = tanh(0)
 """},
         "zero_init_constant": {
             "Encoder": _ENCODER_LAYERS + """
     def forward(self, src, src_lengths):
         return torch.zeros(src.shape[0], self.bridge.out_features) + 0.0 * self.bridge.bias.sum()
-""",
-            "Decoder": _DECODER_LAYERS + """
-    def forward(self, prev, state):
-        anchor = 0.0 * self.cell.bias_hh.sum()
-        return torch.zeros(prev.shape[0], self.out.out_features) + anchor, state / 2 + anchor
 """},
     },
     "07-attention": {
