@@ -248,8 +248,7 @@ def load_definitions(chapter: str, notebook: str | None = None) -> dict[str, Any
     That is every cell tagged "definitions" (imports, constants, given helpers) and every
     nbgrader solution cell, in notebook order; nothing that loads data, trains or plots.
     """
-    sources = sorted((SOLUTIONS / chapter).glob("*.ipynb"))
-    path = next(p for p in sources if notebook is None or p.name == notebook)
+    path = SOLUTIONS / chapter / (notebook or f"{chapter}.ipynb")  # by default the chapter's own, graded notebook
     nb = nbformat.read(path, as_version=4)
     namespace: dict[str, Any] = {"__name__": f"chapter_{chapter.replace('-', '_')}"}
     for cell in nb.cells:

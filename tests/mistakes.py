@@ -29,7 +29,7 @@ class GradedCells:
     """A chapter's graded test cells, runnable one by one in the namespace of its solution."""
 
     def __init__(self, chapter: str):
-        path = next((SOLUTIONS / chapter).glob("*.ipynb"))
+        path = SOLUTIONS / chapter / f"{chapter}.ipynb"  # the chapter's own, graded notebook (not an optional one beside it)
         self.sources = {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
                         if nbgrader_meta(c).get("grade")}
         self.base = load_definitions(chapter)

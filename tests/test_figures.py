@@ -249,7 +249,7 @@ def notebook_diagrams(chapter: str):
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     namespace = {"np": np, "plt": plt, "FancyArrowPatch": FancyArrowPatch, "FancyBboxPatch": FancyBboxPatch}
-    path = next((SOLUTIONS / chapter).glob("*.ipynb"))
+    path = (SOLUTIONS / chapter / f"{chapter}.ipynb")
     cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     for notebook, marker, name in NOTEBOOK_DIAGRAMS:
         if notebook != chapter:
