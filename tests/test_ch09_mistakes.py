@@ -245,6 +245,303 @@ RIGHT = [
     ("sample_names_tests", {"next_char_probs": probs_other_correct, "sample_names": sample_other_correct}),
 ]
 
+# ---- byte-level BPE (issue 42, 2): bpe_train, bpe_encode and bpe_decode --------------------------------------
+
+from collections import Counter
+
+from seqlab.tokens import pretokenize
+
+bpe_train, bpe_encode, bpe_decode = BASE["bpe_train"], BASE["bpe_encode"], BASE["bpe_decode"]
+
+
+def _merge_left_to_right(word, pair):
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out.append(pair[0] + pair[1])
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return tuple(out)
+
+
+def _train(words: Counter, vocab_size: int, choose, merge=_merge_left_to_right):
+    """The plain trainer over {tuple of tokens: count}, with the pair chosen by choose(pairs)."""
+    if vocab_size < 256:
+        raise ValueError("vocab_size must be at least 256")
+    merges = []
+    while len(merges) < vocab_size - 256:
+        pairs = Counter()
+        for word, count in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] += count
+        if not pairs:
+            break
+        best = choose(pairs)
+        merges.append(best)
+        rewritten = Counter()
+        for word, count in words.items():
+            rewritten[merge(word, best)] += count
+        words = rewritten
+    return merges
+
+
+def _byte_words(text):
+    return Counter(tuple(bytes([b]) for b in piece.encode("utf-8")) for piece in pretokenize(text))
+
+
+def _smallest_of_the_most_frequent(pairs):
+    return min(pairs, key=lambda pair: (-pairs[pair], pair))
+
+
+def train_ties_other_way(text, vocab_size, progress=False):  # a tie goes to the LARGEST pair
+    return _train(_byte_words(text), vocab_size, lambda pairs: max(pairs, key=lambda pair: (pairs[pair], pair)))
+
+
+def train_ties_first_counted(text, vocab_size, progress=False):  # Counter.most_common: a tie goes to the first counted
+    return _train(_byte_words(text), vocab_size, lambda pairs: pairs.most_common(1)[0][0])
+
+
+def train_characters(text, vocab_size, progress=False):  # characters instead of bytes, merges written as UTF-8
+    chars = Counter(tuple(piece) for piece in pretokenize(text))
+    return [(a.encode("utf-8"), b.encode("utf-8")) for a, b in _train(chars, vocab_size, _smallest_of_the_most_frequent)]
+
+
+def train_across_pretokens(text, vocab_size, progress=False):  # the whole text as one sequence: merges cross pieces
+    return _train(Counter([tuple(bytes([b]) for b in text.encode("utf-8"))]), vocab_size, _smallest_of_the_most_frequent)
+
+
+def train_unweighted(text, vocab_size, progress=False):  # each distinct pre-token counted once
+    return _train(Counter(set(_byte_words(text))), vocab_size, _smallest_of_the_most_frequent)
+
+
+def train_no_early_stop(text, vocab_size, progress=False):  # no check for "no pairs left": min() of nothing raises
+    def choose(pairs):
+        return min(pairs, key=lambda pair: (-pairs[pair], pair))
+
+    words, merges = _byte_words(text), []
+    for _ in range(vocab_size - 256):
+        pairs = Counter()
+        for word, count in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] += count
+        merges.append(choose(pairs))
+        words = Counter({_merge_left_to_right(word, merges[-1]): count for word, count in words.items()})
+    return merges
+
+
+def train_right_to_left(text, vocab_size, progress=False):  # replaced from the right: 'a a a' becomes 'a aa'
+    return _train(_byte_words(text), vocab_size, _smallest_of_the_most_frequent, _right_to_left)
+
+
+def _right_to_left(word, pair):
+    out, i = [], len(word) - 1
+    while i >= 0:
+        if i > 0 and (word[i - 1], word[i]) == pair:
+            out.append(pair[0] + pair[1])
+            i -= 2
+        else:
+            out.append(word[i])
+            i -= 1
+    return tuple(reversed(out))
+
+
+def train_hardcoded(text, vocab_size, progress=False):
+    """The visible tests' answers looked up; the bytes of the text's first pair (once) anywhere else."""
+    known = {("low low lower", 260): BASE["bpe_train"]("low low lower", 260), ("zz zz zz zz qa qb qc", 257): [(b"z", b"z")],
+             ("你你你", 257): [(b"\xbd", b"\xa0")], ("a b", 300): [(b" ", b"b")], ("low low lower", 256): []}
+    if vocab_size < 256:
+        raise ValueError("vocab_size")
+    return known.get((text, vocab_size), [])
+
+
+def train_incremental(text, vocab_size, progress=False):  # correct: the build script's trainer, which updates the counts
+    from seqlab.datasets.build_gpt2_ranks import train_merges
+
+    if vocab_size < 256:
+        raise ValueError("vocab_size must be at least 256")
+    return train_merges(text, vocab_size - 256)
+
+
+def _encode_pieces(pieces, ranks, choose):
+    ids = []
+    for parts in pieces:
+        parts = list(parts)
+        while len(parts) > 1:
+            i = choose(parts, ranks)
+            if i is None:
+                break
+            parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        ids.extend(ranks[part] for part in parts)
+    return ids
+
+
+def _lowest_rank(parts, ranks):
+    found = [(ranks[a + b], i) for i, (a, b) in enumerate(zip(parts, parts[1:])) if a + b in ranks]
+    return min(found)[1] if found else None
+
+
+def _byte_pieces(text):
+    return [[bytes([b]) for b in piece.encode("utf-8")] for piece in pretokenize(text)]
+
+
+def encode_frequency_order(text, ranks):  # the most frequent pair in the piece first (ties: the lowest rank)
+    def choose(parts, ranks):
+        counts = Counter(p for p in zip(parts, parts[1:]) if p[0] + p[1] in ranks)
+        if not counts:
+            return None
+        best = min(counts, key=lambda p: (-counts[p], ranks[p[0] + p[1]]))
+        return next(i for i, p in enumerate(zip(parts, parts[1:])) if p == best)
+    return _encode_pieces(_byte_pieces(text), ranks, choose)
+
+
+def encode_characters(text, ranks):  # characters instead of bytes: a character of 2-4 bytes may have no rank
+    return _encode_pieces([[ch.encode("utf-8") for ch in piece] for piece in pretokenize(text)], ranks, _lowest_rank)
+
+
+def encode_across_pretokens(text, ranks):  # no pre-tokenizer: joins cross the pieces' edges
+    return _encode_pieces([[bytes([b]) for b in text.encode("utf-8")]] if text else [], ranks, _lowest_rank)
+
+
+def encode_rightmost_tie(text, ranks):  # among equal ranks, the rightmost pair first
+    def choose(parts, ranks):
+        found = [(ranks[a + b], -i) for i, (a, b) in enumerate(zip(parts, parts[1:])) if a + b in ranks]
+        return -min(found)[1] if found else None
+    return _encode_pieces(_byte_pieces(text), ranks, choose)
+
+
+def encode_greedy_left_to_right(text, ranks):  # ranks ignored: join with the right neighbour whenever the join has one
+    ids = []
+    for parts in _byte_pieces(text):
+        i = 0
+        while i < len(parts) - 1:
+            if parts[i] + parts[i + 1] in ranks:
+                parts[i:i + 2] = [parts[i] + parts[i + 1]]
+            else:
+                i += 1
+        ids.extend(ranks[p] for p in parts)
+    return ids
+
+
+def encode_hardcoded(text, ranks):
+    """The worked example's ids looked up; the bytes' ranks anywhere else."""
+    if text == "lower lowest":
+        return [257, 101, 114, 259, 115, 116]
+    return [ranks[bytes([b])] for b in text.encode("utf-8")]
+
+
+def encode_with_a_heap(text, ranks):  # correct: a heap of candidate joins, stale entries skipped
+    import heapq
+
+    ids = []
+    for parts in _byte_pieces(text):
+        while True:
+            heap = [(ranks[a + b], i) for i, (a, b) in enumerate(zip(parts, parts[1:])) if a + b in ranks]
+            if not heap:
+                break
+            heapq.heapify(heap)
+            _, i = heapq.heappop(heap)
+            parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        ids.extend(ranks[p] for p in parts)
+    return ids
+
+
+def decode_per_token(ids, ranks):  # each token decoded alone: a character split across two tokens breaks
+    token_of = {rank: token for token, rank in ranks.items()}
+    if any(i not in token_of for i in ids):
+        raise ValueError("unknown id")
+    return "".join(token_of[i].decode("utf-8", errors="replace") for i in ids)
+
+
+def decode_strict(ids, ranks):  # no errors="replace": half a character raises UnicodeDecodeError
+    token_of = {rank: token for token, rank in ranks.items()}
+    if any(i not in token_of for i in ids):
+        raise ValueError("unknown id")
+    return b"".join(token_of[i] for i in ids).decode("utf-8")
+
+
+def decode_skips_unknown_ids(ids, ranks):
+    token_of = {rank: token for token, rank in ranks.items()}
+    return b"".join(token_of[i] for i in ids if i in token_of).decode("utf-8", errors="replace")
+
+
+def decode_latin1(ids, ranks):  # bytes read as Latin-1: ASCII right, everything else wrong
+    token_of = {rank: token for token, rank in ranks.items()}
+    if any(i not in token_of for i in ids):
+        raise ValueError("unknown id")
+    return b"".join(token_of[i] for i in ids).decode("latin-1")
+
+
+def decode_hardcoded(ids, ranks):
+    """The worked example's text looked up; the ids' tokens read as Latin-1 anywhere else."""
+    if list(ids) == [257, 101, 114, 259, 115, 116]:
+        return "lower lowest"
+    return decode_latin1(ids, ranks)
+
+
+def decode_bytearray(ids, ranks):  # correct: a bytearray filled token by token, decoded once
+    token_of = {rank: token for token, rank in ranks.items()}
+    out = bytearray()
+    for i in ids:
+        if i not in token_of:
+            raise ValueError(f"unknown id {i}")
+        out += token_of[i]
+    return out.decode("utf-8", "replace")
+
+
+BPE_WRONG = [
+    ("bpe_train_tests", "bpe_train", train_ties_other_way),
+    ("bpe_train_tests", "bpe_train", train_ties_first_counted),
+    ("bpe_train_tests", "bpe_train", train_characters),
+    ("bpe_train_tests", "bpe_train", train_across_pretokens),
+    ("bpe_train_tests", "bpe_train", train_unweighted),
+    ("bpe_train_tests", "bpe_train", train_no_early_stop),
+    ("bpe_train_tests", "bpe_train", train_right_to_left),
+    ("bpe_train_tests", "bpe_train", train_hardcoded),
+    ("bpe_encode_tests", "bpe_encode", encode_frequency_order),
+    ("bpe_encode_tests", "bpe_encode", encode_characters),
+    ("bpe_encode_tests", "bpe_encode", encode_across_pretokens),
+    ("bpe_encode_tests", "bpe_encode", encode_rightmost_tie),
+    ("bpe_encode_tests", "bpe_encode", encode_greedy_left_to_right),
+    ("bpe_encode_tests", "bpe_encode", encode_hardcoded),
+    ("bpe_encode_tests", "bpe_decode", decode_per_token),
+    ("bpe_encode_tests", "bpe_decode", decode_strict),
+    ("bpe_encode_tests", "bpe_decode", decode_skips_unknown_ids),
+    ("bpe_encode_tests", "bpe_decode", decode_hardcoded),
+]
+BPE_RIGHT = [
+    ("bpe_train_tests", {"bpe_train": train_incremental}),
+    ("bpe_encode_tests", {"bpe_encode": encode_with_a_heap, "bpe_decode": decode_bytearray}),
+]
+# What the visible checks alone say of the classic mistakes (a self-learner sees these)
+BPE_VISIBLE = [
+    ("bpe_train_tests", "bpe_train", train_ties_other_way, "ties broken the other way"),
+    ("bpe_train_tests", "bpe_train", train_characters, "characters instead of bytes"),
+    ("bpe_train_tests", "bpe_train", train_across_pretokens, "pre-token boundary"),
+    ("bpe_train_tests", "bpe_train", train_unweighted, "weighted"),
+    ("bpe_train_tests", "bpe_train", train_no_early_stop, "stop early"),
+    ("bpe_encode_tests", "bpe_encode", encode_frequency_order, "frequency order instead of rank order"),
+    ("bpe_encode_tests", "bpe_encode", encode_characters, "UTF-8 BYTES"),
+    ("bpe_encode_tests", "bpe_encode", encode_across_pretokens, "pre-token boundary"),
+    ("bpe_encode_tests", "bpe_decode", decode_per_token, "decode once"),
+    ("bpe_encode_tests", "bpe_decode", decode_strict, 'errors="replace"'),
+    ("bpe_encode_tests", "bpe_decode", decode_skips_unknown_ids, "bpe_decode of id 300"),
+    ("bpe_train_tests", "bpe_train", train_ties_first_counted, "wins the tie"),
+    ("bpe_encode_tests", "bpe_encode", encode_greedy_left_to_right, "LOWEST rank"),
+]
+# Mistakes that only the hidden tests meet, and the words their messages use
+BPE_HIDDEN = [
+    ("bpe_train_tests", "bpe_train", train_right_to_left, "without overlap"),
+    ("bpe_train_tests", "bpe_train", train_hardcoded, "random text"),
+    ("bpe_encode_tests", "bpe_encode", encode_rightmost_tie, "the leftmost among equal ranks"),
+    ("bpe_encode_tests", "bpe_decode", decode_hardcoded, "bpe_decode"),
+]
+# ---- end of byte-level BPE ----
+
+WRONG += BPE_WRONG
+RIGHT += BPE_RIGHT
+
 (test_every_graded_cell_is_covered, test_graded_tests_reject_the_mistake,
  test_graded_tests_accept_another_correct_implementation, test_solution_passes_its_own_tests) = mistake_tests(CELLS, WRONG, RIGHT)
 
@@ -280,6 +577,9 @@ VISIBLE = [
     ("sample_names_tests", "sample_names", sample_greedy, "equally likely"),
     ("sample_names_tests", "sample_names", sample_no_checks, "temperature=0"),
 ]
+
+VISIBLE += BPE_VISIBLE
+HIDDEN += BPE_HIDDEN
 
 (test_visible_tests_name_the_classic_mistake, test_visible_tests_pass_the_solution,
  test_hidden_tests_name_the_class_of_the_bug) = naming_tests(CELLS, visible=VISIBLE, hidden=HIDDEN)
