@@ -11,6 +11,7 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from mistakes import GradedCells, mistake_tests, naming_tests
 
@@ -212,6 +213,230 @@ def sample_other_correct(model, n, rng, temperature=1.0, top_k=None, max_len=15)
     return out
 
 
+# ---- the learner's GPT (issue 42, 3): the block, the forward pass and loss, the training step -----------------
+
+Block, GPT = BASE["Block"], BASE["GPT"]
+layer_norm = BASE["layer_norm"]
+
+
+def _attention(block, x, *, mask_shift=0, masked=True, dropout_on=None):
+    """The block's attention with one thing changed: the mask's diagonal, no mask, or dropout's switch."""
+    B, T, D = x.shape
+    h, d = block.heads, D // block.heads
+    q, k, v = (part.view(B, T, h, d).transpose(1, 2) for part in block.qkv(x).split(D, dim=-1))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+    if masked:
+        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(mask_shift), float("-inf"))
+    training = block.training if dropout_on is None else dropout_on
+    w = F.dropout(torch.softmax(scores, -1), block.dropout, training=training)
+    return block.proj((w @ v).transpose(1, 2).reshape(B, T, D))
+
+
+def _ffn(block, h):
+    return block.ff2(F.gelu(block.ff1(h)))
+
+
+class BlockPostLN(Block):
+    """The 2017 paper's order: LayerNorm after the residual sum."""
+
+    def forward(self, x):
+        x = layer_norm(x + self.drop(_attention(self, x)), self.ln1.weight, self.ln1.bias)
+        return layer_norm(x + self.drop(_ffn(self, x)), self.ln2.weight, self.ln2.bias)
+
+
+class BlockNoCausalMask(Block):
+    def forward(self, x):
+        x = x + self.drop(_attention(self, layer_norm(x, self.ln1.weight, self.ln1.bias), masked=False))
+        return x + self.drop(_ffn(self, layer_norm(x, self.ln2.weight, self.ln2.bias)))
+
+
+class BlockMaskSeesNext(Block):
+    """tril(1): query t also sees key t + 1."""
+
+    def forward(self, x):
+        x = x + self.drop(_attention(self, layer_norm(x, self.ln1.weight, self.ln1.bias), mask_shift=1))
+        return x + self.drop(_ffn(self, layer_norm(x, self.ln2.weight, self.ln2.bias)))
+
+
+class BlockMaskHidesItself(Block):
+    """tril(-1): query t sees only keys s < t (row 0 sees nothing)."""
+
+    def forward(self, x):
+        x = x + self.drop(_attention(self, layer_norm(x, self.ln1.weight, self.ln1.bias), mask_shift=-1))
+        return x + self.drop(_ffn(self, layer_norm(x, self.ln2.weight, self.ln2.bias)))
+
+
+class BlockDropoutAlwaysOn(Block):
+    """F.dropout's default training=True: dropout left on at evaluation."""
+
+    def forward(self, x):
+        x = x + F.dropout(_attention(self, layer_norm(x, self.ln1.weight, self.ln1.bias), dropout_on=True), self.dropout)
+        return x + F.dropout(_ffn(self, layer_norm(x, self.ln2.weight, self.ln2.bias)), self.dropout)
+
+
+class BlockReLU(Block):
+    def forward(self, x):
+        x = x + self.drop(_attention(self, layer_norm(x, self.ln1.weight, self.ln1.bias)))
+        return x + self.drop(self.ff2(F.relu(self.ff1(layer_norm(x, self.ln2.weight, self.ln2.bias)))))
+
+
+class BlockOtherCorrect(Block):
+    """Heads one at a time, torch's fused attention for each, nn.functional.layer_norm."""
+
+    def forward(self, x):
+        B, T, D = x.shape
+        d = D // self.heads
+        h = F.layer_norm(x, (D,), self.ln1.weight, self.ln1.bias, 1e-5)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        heads = [F.scaled_dot_product_attention(q[..., i * d:(i + 1) * d], k[..., i * d:(i + 1) * d], v[..., i * d:(i + 1) * d],
+                                                is_causal=True, dropout_p=self.dropout if self.training else 0.0)
+                 for i in range(self.heads)]
+        x = x + self.drop(self.proj(torch.cat(heads, dim=-1)))
+        return x + self.drop(_ffn(self, F.layer_norm(x, (D,), self.ln2.weight, self.ln2.bias, 1e-5)))
+
+
+def _gpt_logits(model, ids):
+    T = ids.shape[1]
+    if T > model.context:
+        raise ValueError("too many positions")
+    x = model.drop(model.tok_embed(ids) + model.pos_embed(torch.arange(T)))
+    for block in model.blocks:
+        x = block(x)
+    return model.head(layer_norm(x, model.ln_f.weight, model.ln_f.bias))
+
+
+class GPTLossOnPadding(GPT):
+    """Averages over every position, the padding's (its targets read as token 0) included."""
+
+    def forward(self, ids, targets=None):
+        logits = _gpt_logits(self, ids)
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.clamp(min=0).reshape(-1))
+
+
+class GPTNoPositions(GPT):
+    def forward(self, ids, targets=None):
+        x = self.drop(self.tok_embed(ids))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(layer_norm(x, self.ln_f.weight, self.ln_f.bias))
+        loss = None if targets is None else F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
+        return logits, loss
+
+
+class GPTOtherCorrect(GPT):
+    """The loss as a masked mean written out."""
+
+    def forward(self, ids, targets=None):
+        logits = _gpt_logits(self, ids)
+        if targets is None:
+            return logits, None
+        keep = targets != -100
+        nll = -torch.log_softmax(logits, -1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]
+        return logits, (nll * keep).sum() / keep.sum()
+
+
+def lr_no_warmup(step, total_steps, peak, warmup):
+    BASE["lr_at"](step, total_steps, peak, warmup)  # its checks
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / max(1, total_steps - 1))))
+
+
+def lr_other_correct(step, total_steps, peak, warmup):
+    if step < 0 or step >= total_steps or warmup < 0 or warmup >= total_steps:
+        raise ValueError("out of range")
+    if step < warmup:
+        return (step + 1) * peak / warmup
+    p = (step - warmup) / max(1, total_steps - warmup - 1)
+    return peak / 10 + (peak - peak / 10) * (math.cos(math.pi * p) + 1) / 2
+
+
+def step_no_clipping(model, optimizer, x, y, lr, clip=1.0):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    model.train()
+    _, loss = model(x, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def step_no_zero_grad(model, optimizer, x, y, lr, clip=1.0):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    model.train()
+    _, loss = model(x, y)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss.item()
+
+
+def step_eval_mode(model, optimizer, x, y, lr, clip=1.0):
+    model.eval()
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    _, loss = model(x, y)
+    optimizer.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss.item()
+
+
+def step_clip_before_backward(model, optimizer, x, y, lr, clip=1.0):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    model.train()
+    _, loss = model(x, y)
+    optimizer.zero_grad()
+    nn.utils.clip_grad_norm_(model.parameters(), clip)  # nothing to clip yet
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def step_other_correct(model, optimizer, x, y, lr, clip=1.0):
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = model(x, y)[1]
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads))
+    scale = min(1.0, clip / (float(norm) + 1e-6))
+    for g in grads:
+        g.mul_(scale)
+    optimizer.step()
+    return float(loss.detach())
+
+
+GPT_VISIBLE = [
+    ("gpt_block_tests", "Block", BlockPostLN, "post-LN"),
+    ("gpt_block_tests", "Block", BlockNoCausalMask, "no causal mask"),
+    ("gpt_block_tests", "Block", BlockMaskSeesNext, "off by one"),
+    ("gpt_block_tests", "Block", BlockMaskHidesItself, "off by one"),
+    ("gpt_block_tests", "Block", BlockDropoutAlwaysOn, "dropout left on at evaluation"),
+    ("gpt_forward_tests", "GPT", GPTLossOnPadding, "counts the padding"),
+    ("train_step_tests", "lr_at", lr_no_warmup, "no warm-up"),
+    ("train_step_tests", "train_step", step_no_clipping, "no gradient clipping"),
+    ("train_step_tests", "train_step", step_clip_before_backward, "no gradient clipping"),
+    ("train_step_tests", "train_step", step_no_zero_grad, "old gradients"),
+    ("train_step_tests", "train_step", step_eval_mode, "eval mode"),
+]
+GPT_WRONG = [(g, n, v) for g, n, v, _ in GPT_VISIBLE] + [
+    ("gpt_block_tests", "Block", BlockReLU),
+    ("gpt_forward_tests", "GPT", GPTNoPositions),
+]
+GPT_RIGHT = [
+    ("gpt_block_tests", {"Block": BlockOtherCorrect}),
+    ("gpt_forward_tests", {"GPT": GPTOtherCorrect}),
+    ("train_step_tests", {"lr_at": lr_other_correct, "train_step": step_other_correct}),
+]
+
+
 WRONG = [
     ("sample_names_tests", "next_char_probs", probs_temperature_on_probabilities),
     ("sample_names_tests", "next_char_probs", probs_temperature_multiplies),
@@ -244,6 +469,10 @@ RIGHT = [
     ("sample_names_tests", {"sample_names": sample_other_correct}),
     ("sample_names_tests", {"next_char_probs": probs_other_correct, "sample_names": sample_other_correct}),
 ]
+
+WRONG += GPT_WRONG
+RIGHT += GPT_RIGHT
+
 
 # ---- byte-level BPE (issue 42, 2): bpe_train, bpe_encode and bpe_decode --------------------------------------
 
@@ -577,6 +806,9 @@ VISIBLE = [
     ("sample_names_tests", "sample_names", sample_greedy, "equally likely"),
     ("sample_names_tests", "sample_names", sample_no_checks, "temperature=0"),
 ]
+
+VISIBLE += GPT_VISIBLE
+
 
 VISIBLE += BPE_VISIBLE
 HIDDEN += BPE_HIDDEN
