@@ -474,7 +474,6 @@ WRONG += GPT_WRONG
 RIGHT += GPT_RIGHT
 
 
-
 # ---- byte-level BPE (issue 42, 2): bpe_train, bpe_encode and bpe_decode --------------------------------------
 
 from collections import Counter
@@ -809,7 +808,6 @@ VISIBLE = [
 ]
 
 VISIBLE += GPT_VISIBLE
-
 
 
 VISIBLE += BPE_VISIBLE
