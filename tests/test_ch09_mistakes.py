@@ -430,6 +430,41 @@ GPT_WRONG = [(g, n, v) for g, n, v, _ in GPT_VISIBLE] + [
     ("gpt_block_tests", "Block", BlockReLU),
     ("gpt_forward_tests", "GPT", GPTNoPositions),
 ]
+class BlockHardcoded(Block):
+    """Right on the visible batch shape (2, 5, 8); x unchanged elsewhere."""
+
+    def forward(self, x):
+        if tuple(x.shape) == (2, 5, 8):
+            return super().forward(x)
+        return x.clone()
+
+
+class GPTHardcoded(GPT):
+    """Right for the visible model (V = 11, context 6); zero logits elsewhere."""
+
+    def forward(self, ids, targets=None):
+        if self.head.out_features == 11 and self.context == 6:
+            return super().forward(ids, targets)
+        logits = torch.zeros(*ids.shape, self.head.out_features)
+        return logits, (None if targets is None else F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100))
+
+
+def lr_at_hardcoded(step, total_steps, peak, warmup):
+    """The visible schedule (10 steps, peak 1e-3, warm-up 2) and the no-warm-up case; the peak elsewhere."""
+    if (total_steps, peak, warmup) == (10, 1e-3, 2) or (total_steps, warmup) == (5, 0):
+        return BASE["lr_at"](step, total_steps, peak, warmup)
+    if not 0 <= step < total_steps or not 0 <= warmup < total_steps:
+        raise ValueError("out of range")
+    return peak
+
+
+GPT_WRONG += [
+    ("gpt_block_tests", "Block", BlockHardcoded),
+    ("gpt_forward_tests", "GPT", GPTHardcoded),
+    ("train_step_tests", "lr_at", lr_at_hardcoded),
+]
+
+
 GPT_RIGHT = [
     ("gpt_block_tests", {"Block": BlockOtherCorrect}),
     ("gpt_forward_tests", {"GPT": GPTOtherCorrect}),
