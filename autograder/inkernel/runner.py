@@ -384,6 +384,14 @@ class Runner:
             began = time.monotonic()
             result = value_and_grad(target, *args, wrt=wrt, weights=weights, output=output)
             return {"value": self.codec.encode(result), "ran_s": round(time.monotonic() - began, 6)}
+        if op == "measure" and not trusted:
+            args = [self.codec.decode(a) for a in message.get("args", [])]
+            kwargs = {str(k): self.codec.decode(v) for k, v in (message.get("kwargs") or {}).items()}
+            from seqlab.modern import measure
+
+            began = time.monotonic()
+            result = measure(target, *args, **kwargs)  # what the student's function computes with, measured where it runs
+            return {"value": self.codec.encode(result), "ran_s": round(time.monotonic() - began, 6)}
         if op == "callmethod":
             name = str(message.get("name"))
             if trusted and not lent(target, name):

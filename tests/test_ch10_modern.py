@@ -1,0 +1,157 @@
+"""Chapter 10 (beyond the 2017 Transformer): the measuring helper, the grader measuring where the student's code
+runs, and the figures the learner run prints."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+
+import nbformat
+import pytest
+import torch
+
+from course import REPO, SOLUTIONS, learner_run, load_definitions, nbgrader_meta, printed_text, reads_learner_run, record
+
+CHAPTER = "10-beyond-the-2017-transformer"
+NOTEBOOK = SOLUTIONS / CHAPTER / f"{CHAPTER}.ipynb"
+
+
+@pytest.fixture(scope="module")
+def ch():
+    return load_definitions(CHAPTER)
+
+
+def test_measure_sees_the_score_matrix_and_counts_operations():
+    from seqlab.modern import measure, plain_attention
+
+    q = torch.randn(1, 50, 4)
+    out, largest, shape, operations = measure(plain_attention, q, q, q, True)
+    assert largest == 50 * 50 and shape[-2:] == (50, 50) and out.shape == (1, 50, 4)
+
+    def loop(a):
+        h = torch.zeros(())
+        for t in range(a.shape[0]):
+            h = h * 0.5 + a[t]
+        return h
+
+    assert measure(loop, torch.ones(100))[3] >= 200  # two operations a step, at least
+    assert measure(lambda a: a.cumsum(0), torch.ones(100))[3] <= 3
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("seed", range(4))
+def test_solutions_equal_torch_references(ch, seed):
+    """tiled attention = PyTorch's attention; GQA = enable_gqa (torch >= 2.5) or repeated heads; the scans = loops."""
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(seed)
+    B, T, d = 2, 37 + seed, 8
+    q, k, v = (torch.randn(B, T, d, generator=gen) for _ in range(3))
+    torch.testing.assert_close(ch["tiled_attention"](q, k, v, 8 + seed, causal=True),
+                               F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5, rtol=1e-5)
+    h, g = 8, [1, 2, 4, 8][seed]
+    qh, kg, vg = torch.randn(B, h, T, d, generator=gen), torch.randn(B, g, T, d, generator=gen), torch.randn(B, g, T, d, generator=gen)
+    ours, _ = ch["gqa_attention"](qh, kg, vg)
+    try:
+        theirs = F.scaled_dot_product_attention(qh, kg, vg, is_causal=True, enable_gqa=True)
+    except TypeError:  # torch before 2.5: no enable_gqa
+        theirs = F.scaled_dot_product_attention(qh, kg.repeat_interleave(h // g, 1), vg.repeat_interleave(h // g, 1), is_causal=True)
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+    a, b, h0 = torch.rand(T, 3, generator=gen), torch.randn(T, 3, generator=gen), torch.randn(3, generator=gen)
+    state, rows = h0, []
+    for t in range(T):
+        state = a[t] * state + b[t]
+        rows.append(state)
+    torch.testing.assert_close(ch["parallel_scan"](a, b, h0), torch.stack(rows), atol=1e-5, rtol=1e-5)
+
+
+def _submission(tmp_path, replacements: dict[str, str]):
+    """The solution notebook with the answer cells named in ``replacements`` rewritten: a student's submission."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if grade_id in replacements:
+            cell.source = replacements[grade_id]
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    nbformat.write(nb, folder / NOTEBOOK.name)
+    return folder
+
+
+PLAIN_TILED = '''def tiled_attention(q, k, v, block_size, causal=False, key_lengths=None):
+    from seqlab.modern import plain_attention
+    return plain_attention(q, k, v, causal, key_lengths)'''
+
+LOOPED_SCAN = '''def scan_combine(first, second):
+    (a1, b1), (a2, b2) = first, second
+    return a1 * a2, a2 * b1 + b2
+
+
+def parallel_scan(a, b, h0):
+    h, rows = h0, []
+    for t in range(a.shape[0]):
+        h = a[t] * h + b[t]
+        rows.append(h)
+    return torch.stack(rows)'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_the_grader_measures_the_students_code_where_it_runs(tmp_path):
+    """seqlab.modern.measure through the instructors' grader: the student's function runs in the sandboxed kernel, so
+    the largest tensor and the operations are counted there (the runner's "measure" request). Without it the test
+    kernel counted nothing of the student's work, and plain attention and a loop passed the checks that forbid them."""
+    sys.path.insert(0, str(REPO / "autograder"))
+    import job
+    from sandbox import Limits, Sandbox
+
+    worker = Sandbox(tmp_path / "worker", Limits())
+    try:
+        folder = _submission(tmp_path, {"tiled_attention": PLAIN_TILED, "parallel_scan": LOOPED_SCAN})
+        result = job.run_job(folder, SOLUTIONS / CHAPTER, "plain", tmp_path / "out", worker)
+    finally:
+        worker.close()
+    cells = {gid: cell for entry in result["notebooks"].values() for gid, cell in entry["cells"].items() if cell["test"]}
+    record("grader-10-measure", score=result["score"], max_score=result["max_score"])
+    # Both functions compute the right numbers, so the only visible checks they fail are the measured ones: a
+    # failure in the visible part (not hidden_failure) is the largest-tensor check, and the operation count.
+    for gid in ("tiled_attention_tests", "parallel_scan_tests"):
+        assert cells[gid]["auto_score"] == 0 and not cells[gid]["hidden_failure"] and not cells[gid]["student_error"], cells[gid]
+    others = {gid: (c["auto_score"], c["max_score"]) for gid, c in cells.items()
+              if gid not in ("tiled_attention_tests", "parallel_scan_tests")}
+    assert all(score == top for score, top in others.values()), others
+
+
+def _lines(pattern: str, text: str) -> list[tuple[str, ...]]:
+    found = re.findall(pattern, text)
+    assert found, f"the learner run printed no line matching {pattern!r}"
+    return found
+
+
+@reads_learner_run(CHAPTER)
+def test_learner_run_supports_the_chapters_claims():
+    run = learner_run(NOTEBOOK)
+    assert run.returncode == 0, run.stderr[-2000:]
+    text = printed_text(run.notebook)
+    # §1: plain attention's largest tensor grows like T^2, the tiled one's like T at most
+    plain_factor, tiled_factor = (float(x) for x in _lines(r"plain x(\d+), tiled x(\d+)", text)[0])
+    assert plain_factor == 256 and tiled_factor <= 16, (plain_factor, tiled_factor)
+    # §1: the online softmax worked by hand equals the plain softmax
+    running, plain = _lines(r"o / l = ([\d.]+)\n", text)[-1], _lines(r"plain softmax: ([\d.]+)", text)[0]
+    assert running == plain
+    # §2: the cache is h/g times smaller
+    sizes = {int(g): float(mib) for g, mib in _lines(r"g = +(\d+) key/value heads: cache +([\d.]+) MiB", text)}
+    assert sizes[12] == 12 * sizes[1] == 6 * sizes[2]
+    # §3: with RoPE each offset's scores are one number; added sinusoids differ with the absolute position
+    for rope, added in _lines(r"RoPE scores \[([^\]]+)\]\s+added sinusoids \[([^\]]+)\]", text):
+        assert len(set(rope.split(", "))) == 1 and len(set(added.split(", "))) == 3
+    # §5: loop and scan agree; the scan is faster on one thread at the longest length
+    rows = _lines(r"difference loop vs scan ([\d.e+-]+); processor time loop ([\d.]+) ms, scan ([\d.]+) ms", text)
+    assert all(float(diff) < 1e-5 for diff, _, _ in rows)
+    assert float(rows[-1][2]) < float(rows[-1][1]), rows
+    # §6: the scan's log-likelihood is the forward loop's
+    for scan_ll, loop_ll in _lines(r"log-likelihood scan +(-[\d.]+), loop +(-[\d.]+)", text):
+        assert scan_ll == loop_ll
+    record("ch10-learner", cpu_seconds=round(run.seconds.cpu, 1), plain_factor=plain_factor, tiled_factor=tiled_factor,
+           scan_vs_loop_ms=[rows[-1][2], rows[-1][1]])
