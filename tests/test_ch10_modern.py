@@ -153,5 +153,34 @@ def test_learner_run_supports_the_chapters_claims():
     # §6: the scan's log-likelihood is the forward loop's
     for scan_ll, loop_ll in _lines(r"log-likelihood scan +(-[\d.]+), loop +(-[\d.]+)", text):
         assert scan_ll == loop_ll
+    # §3: the comparison's last line names the scheme whose loss changed less from windows of 64 to 128
+    changes = {name: float(change) for name, change in _lines(r"(\w+) *: dev NLL per token, windows of 64 [\d.]+, of 128 [\d.]+ "
+                                                                r"\(change ([-+][\d.]+)\)", text)}
+    assert _lines(r"the smaller change from windows of 64 to 128: (\w+)", text)[0] == min(changes, key=changes.get)
     record("ch10-learner", cpu_seconds=round(run.seconds.cpu, 1), plain_factor=plain_factor, tiled_factor=tiled_factor,
            scan_vs_loop_ms=[rows[-1][2], rows[-1][1]])
+
+
+def test_the_comparisons_rope_is_the_chapters(ch):
+    """The committed comparison's RoPE (seqlab.modern.rope_rotate) rotates as the chapter's apply_rope does."""
+    from seqlab.modern import PositionGPT, rope_rotate
+
+    x = torch.randn(2, 3, 17, 8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(rope_rotate(x), ch["apply_rope"](x, torch.arange(17)), atol=1e-6, rtol=1e-6)
+    with pytest.raises(ValueError, match="rope"):
+        PositionGPT(10, "learned")
+
+
+def test_rope_comparison_record_is_the_scripts():
+    """helpers/seqlab/results/ch10_rope_vs_sinusoidal.json, as `python -m seqlab.modern` writes it: two models of one
+    size, trained alike, each scored at the training length and at twice it."""
+    from seqlab.modern import ROPE_CONFIG, PositionGPT, rope_comparison_record
+
+    record = rope_comparison_record()
+    assert record is not None, "run `python -m seqlab.modern` (about 2 min of CPU) to write the comparison"
+    models, config = record["models"], record["config"]
+    assert set(models) == {"rope", "sinusoidal"} and config["train_context"] == 64
+    size = sum(p.numel() for p in PositionGPT(config["vocab"], "rope", **ROPE_CONFIG).parameters())
+    assert models["rope"]["parameters"] == models["sinusoidal"]["parameters"] == size
+    for row in models.values():
+        assert 0 < row["dev_nll_64"] < 7 and 0 < row["dev_nll_128"] < 7, row
