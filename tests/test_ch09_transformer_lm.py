@@ -95,15 +95,31 @@ def test_learner_mode_reaches_the_targets():
     assert abs(g["word_perplexity_here"] - g["word_perplexity_record"]) < 1.0, g
     # The notebook's short training learns (far below the uniform 512) and stays within its share of the budget.
     assert g["notebook_dev_perplexity"] < 200 and g["notebook_cpu_seconds"] < 60, g
-    # The ladder (committed run, 15 s each, two seeds): what the prose says. Every version under-fitted (training
-    # perplexity about the dev one); attention without residuals worse than the bigram; residuals and feed-forward
-    # below attention alone; LayerNorm lowers the TRAINING perplexity for both seeds (issue 42: the wrong lesson).
+    # The ladder (committed run, 15 s each, two seeds, the comparison's settings): what the prose says. Every version
+    # under-fitted (training perplexity a little below the dev one); attention without residuals worse than the
+    # bigram; residuals and feed-forward below attention alone; LayerNorm does NOT help in so short a run: both GPT
+    # seeds end above the version without it (issue 42 section 4's re-run; context 128 / lr 3e-3 showed the reverse).
     ladder = g["ladder"]
     for rung in ladder.values():
-        assert all(abs(t - d) < 0.1 * d for t, d in zip(rung["train"], rung["dev"])), ladder
+        assert all(t < d < 1.1 * t for t, d in zip(rung["train"], rung["dev"])), ladder
     assert min(ladder["one_head"]["train"]) > max(ladder["embeddings"]["train"]), ladder
     assert max(ladder["ffn_residual"]["train"]) < min(ladder["heads"]["train"] + ladder["one_head"]["train"]), ladder
-    assert max(ladder["gpt"]["train"]) < min(ladder["ffn_residual"]["train"]), ladder
-    # The comparison, as the prose reads it: one of the recurrent models ahead of the GPT at this budget, with more updates.
+    assert min(ladder["gpt"]["train"]) > max(ladder["ffn_residual"]["train"]), ladder
+    # The comparison, as the prose reads it: the LSTM wins, with more updates than the GPT; the GPT and the tanh RNN
+    # within a few hundredths (a tie); every model's dev loss levels off within the first sixteen positions.
     ppl = g["test_token_perplexity"]
-    assert min(ppl["rnn"], ppl["lstm"]) < ppl["gpt"] < min(ppl["lstm"], ppl["window"]) + 5, ppl
+    assert ppl["lstm"] < min(ppl["gpt"], ppl["rnn"], ppl["window"]), ppl
+    assert abs(ppl["gpt"] - ppl["rnn"]) < 0.1, ppl
+    from seqlab.gptlm import comparison_record
+
+    rows = comparison_record()["comparison"]
+    assert rows["lstm"]["steps"] > rows["gpt"]["steps"] and rows["rnn"]["steps"] > rows["gpt"]["steps"], rows
+
+    def range_means(key):
+        loss = rows[key]["dev_loss_by_position"]
+        return [sum(loss[a:b]) / (b - a) for a, b in [(0, 1), (1, 4), (4, 16), (16, 32), (32, len(loss))]]
+
+    assert all(lstm < gpt for lstm, gpt in zip(range_means("lstm"), range_means("gpt"))), (range_means("lstm"), range_means("gpt"))
+    for key in rows:
+        means = range_means(key)
+        assert abs(means[3] - means[4]) < 0.02 and means[2] - means[3] < 0.05, (key, means)
