@@ -242,6 +242,22 @@ def errors_of(cell: Any) -> list[str]:
     return found
 
 
+def learner_results(path: Path) -> tuple[dict, Seconds]:
+    """The solution run as a learner runs it (``execute``): no cell may raise or write to stderr, and the run stays
+    within the learner budget. Returns the figures it printed (``RESULTS {json}``) and what the run took."""
+    nb, seconds = execute(path, grading=False)
+    problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c)]
+    assert not problems, problems
+    assert seconds.cpu < LEARNER_BUDGET_S, f"the notebook took {seconds}"
+    return printed_results(nb), seconds
+
+
+def record_timing(name: str, seconds: Seconds, **figures: Any) -> None:
+    """Keep a learner run's processor and wall time (and any of its own timings) as ``<name>_timing``."""
+    record(f"{name}_timing", notebook_cpu_seconds=round(seconds.cpu, 1), notebook_wall_seconds=round(seconds.wall, 1),
+           **figures)
+
+
 def load_definitions(chapter: str, notebook: str | None = None) -> dict[str, Any]:
     """Execute a chapter's reusable code in this process and return its namespace.
 

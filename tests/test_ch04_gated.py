@@ -11,7 +11,7 @@ from torch import nn
 
 matplotlib.use("Agg")
 
-from course import LEARNER_BUDGET_S, SOLUTIONS, errors_of, execute, load_definitions, printed_results, reads_learner_run, record
+from course import SOLUTIONS, learner_results, load_definitions, reads_learner_run, record, record_timing
 from seqlab import adding, tagger, wordlm
 from seqlab.gradflow import NO_FORGET, cell_comparison, cell_comparison_widget, draw_cell_comparison
 
@@ -292,16 +292,12 @@ def test_tagger_script_trains_and_records(tmp_path):
 
 @reads_learner_run(CHAPTER)
 def test_learner_mode_reaches_the_targets():
-    nb, seconds = execute(NOTEBOOK, grading=False)
-    problems = [(i, e) for i, c in enumerate(nb.cells) for e in errors_of(c)]
-    assert not problems, problems
-    results = printed_results(nb)
+    results, seconds = learner_results(NOTEBOOK)
     record("ch04", adding_seed0=results["adding_seed0"], lm_test_perplexity=results["lm_test_perplexity"],
            lm_tokens=results["lm_tokens"])
-    record("ch04_timing", notebook_cpu_seconds=round(seconds.cpu, 1), notebook_wall_seconds=round(seconds.wall, 1), adding_seconds=results["adding_seconds"],
-           brief_seconds=results["brief_seconds"], brief_tagger_seconds=results["brief_tagger_seconds"],
-           tagging_cpu_seconds=results["tagging_cpu_seconds"], char_lm_seconds=results["char_lm_seconds"])
-    assert seconds.cpu < LEARNER_BUDGET_S, f"the notebook took {seconds}"
+    record_timing("ch04", seconds, adding_seconds=results["adding_seconds"],
+                  brief_seconds=results["brief_seconds"], brief_tagger_seconds=results["brief_tagger_seconds"],
+                  tagging_cpu_seconds=results["tagging_cpu_seconds"], char_lm_seconds=results["char_lm_seconds"])
     mse = results["adding_seed0"]  # the two models the notebook trains itself
     assert mse["LSTM, forget bias 1"] < 0.01 and mse["RNN"] > 0.98 * adding.BASELINE_MSE, mse
     # The same recipe as the committed script's seed 0, but not its last digits: the RNN fails to learn, so its
