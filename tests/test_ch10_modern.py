@@ -171,6 +171,36 @@ def test_the_comparisons_rope_is_the_chapters(ch):
         PositionGPT(10, "learned")
 
 
+@pytest.mark.numerics
+def test_apply_rope_equals_rotary_embedding_torch(ch):
+    """lucidrains' rotary-embedding-torch (the test extra pins it) rotates as the chapter specifies: its own
+    frequencies and positions 0..T-1 (rotate_queries_or_keys), kept short because it computes them in float32, and
+    the course's rope_rotate agrees; no mapping between pair conventions is needed, both pair (0, 1), (2, 3), ..."""
+    from rotary_embedding_torch import RotaryEmbedding
+
+    from seqlab.modern import rope_rotate
+
+    x = torch.randn(2, 3, 12, 16, generator=torch.Generator().manual_seed(1))
+    for base in (10000.0, 500.0):
+        theirs = RotaryEmbedding(16, theta=base).rotate_queries_or_keys(x)
+        torch.testing.assert_close(ch["apply_rope"](x, torch.arange(12), base), theirs, atol=1e-6, rtol=0)
+    torch.testing.assert_close(rope_rotate(x), RotaryEmbedding(16).rotate_queries_or_keys(x), atol=1e-6, rtol=0)
+
+
+def test_apply_ropes_hidden_test_consults_rotary_embedding_torch(monkeypatch):
+    """The graded test cell's hidden part compares with the package: a package made to answer 1e-3 off fails the
+    solution there, with a message naming the package."""
+    import rotary_embedding_torch
+
+    from mistakes import GradedCells
+    from seqlab.check import CheckFailed
+
+    true_rotation = rotary_embedding_torch.apply_rotary_emb
+    monkeypatch.setattr(rotary_embedding_torch, "apply_rotary_emb", lambda *a, **k: true_rotation(*a, **k) + 1e-3)
+    with pytest.raises(CheckFailed, match="against rotary-embedding-torch"):
+        GradedCells(CHAPTER).run("apply_rope_tests")
+
+
 def test_rope_comparison_record_is_the_scripts():
     """helpers/seqlab/results/ch10_rope_vs_sinusoidal.json, as `python -m seqlab.modern` writes it: two models of one
     size, trained alike, each scored at the training length and at twice it."""
