@@ -278,6 +278,38 @@ def rope_complex(x, positions, base=10000.0):
     return torch.view_as_real(turned).reshape(x.shape).to(x.dtype)
 
 
+def rope_scores_turns_only_the_keys(q, k, q_positions, k_positions, base=10000.0):
+    """Keys rotated by their absolute angle, queries left as they are: the score depends on the key's position."""
+    return q @ BASE["apply_rope"](k, k_positions, base).transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+def rope_scores_turns_only_the_queries(q, k, q_positions, k_positions, base=10000.0):
+    return BASE["apply_rope"](q, q_positions, base) @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+def rope_scores_unscaled(q, k, q_positions, k_positions, base=10000.0):
+    return BASE["apply_rope"](q, q_positions, base) @ BASE["apply_rope"](k, k_positions, base).transpose(-2, -1)
+
+
+def rope_scores_keys_at_the_query_positions(q, k, q_positions, k_positions, base=10000.0):
+    """Both sides turned by positions counted from 0 (arange), the given positions ignored: wrong after a cache."""
+    T, S = q.shape[-2], k.shape[-2]
+    return rope_scores_right(q, k, torch.arange(T), torch.arange(S), base)
+
+
+def rope_scores_hardcoded(q, k, q_positions, k_positions, base=10000.0):
+    """Right at width 8 (the visible tests), only the keys turned elsewhere."""
+    if q.shape[-1] == 8:
+        return BASE["rope_scores"](q, k, q_positions, k_positions, base)
+    return rope_scores_turns_only_the_keys(q, k, q_positions, k_positions, base)
+
+
+def rope_scores_right(q, k, q_positions, k_positions, base=10000.0):
+    """Correct, written differently: the rotations as complex numbers, the product by einsum."""
+    return torch.einsum("...td,...sd->...ts", rope_complex(q, q_positions, base), rope_complex(k, k_positions, base)) \
+        * q.shape[-1] ** -0.5
+
+
 # ---- Exercise 4: the selective scan as a loop -------------------------------------------------------------
 
 def _selective(x, delta_raw, A, B, C, h0=None, *, positive=F.softplus, use_h0=True, read_before=False):
@@ -485,6 +517,11 @@ WRONG = [
     ("apply_rope_tests", "apply_rope", rope_adds_an_absolute_angle),
     ("apply_rope_tests", "apply_rope", rope_in_place),
     ("apply_rope_tests", "apply_rope", rope_hardcoded),
+    ("apply_rope_tests", "rope_scores", rope_scores_turns_only_the_keys),
+    ("apply_rope_tests", "rope_scores", rope_scores_turns_only_the_queries),
+    ("apply_rope_tests", "rope_scores", rope_scores_unscaled),
+    ("apply_rope_tests", "rope_scores", rope_scores_keys_at_the_query_positions),
+    ("apply_rope_tests", "rope_scores", rope_scores_hardcoded),
     ("selective_scan_tests", "selective_scan", selective_delta_not_positive),
     ("selective_scan_tests", "selective_scan", selective_delta_by_relu),
     ("selective_scan_tests", "selective_scan", selective_delta_by_exp),
@@ -510,6 +547,7 @@ RIGHT = [
     ("tiled_attention_tests", {"tiled_attention": tiled_normalised_as_it_goes}),
     ("gqa_attention_tests", {"gqa_attention": gqa_by_sdpa_and_repeat}),
     ("apply_rope_tests", {"apply_rope": rope_complex}),
+    ("apply_rope_tests", {"rope_scores": rope_scores_right}),
     ("selective_scan_tests", {"selective_scan": selective_by_einsum}),
     ("parallel_scan_tests", {"parallel_scan": scan_with_identity_padding}),
     ("parallel_scan_tests", {"scan_combine": combine_unpacked}),
@@ -538,6 +576,10 @@ VISIBLE = [
     ("apply_rope_tests", "apply_rope", rope_ignores_the_positions, "positions given"),
     ("apply_rope_tests", "apply_rope", rope_adds_an_absolute_angle, "e_0 turns within the pair"),
     ("apply_rope_tests", "apply_rope", rope_in_place, "changed x in place"),
+    ("apply_rope_tests", "rope_scores", rope_scores_turns_only_the_keys, "keys turned by their absolute angle"),
+    ("apply_rope_tests", "rope_scores", rope_scores_turns_only_the_queries, "keys turned by their absolute angle"),
+    ("apply_rope_tests", "rope_scores", rope_scores_unscaled, "1/sqrt(d)"),
+    ("apply_rope_tests", "rope_scores", rope_scores_keys_at_the_query_positions, "queries turn by q_positions"),
     ("selective_scan_tests", "selective_scan", selective_delta_not_positive, "not made positive"),
     ("selective_scan_tests", "selective_scan", selective_delta_by_relu, "not made positive"),
     ("selective_scan_tests", "selective_scan", selective_drops_h0, "initial state was dropped"),
@@ -554,6 +596,7 @@ VISIBLE = [
 # Mistakes that only the hidden tests meet.
 HIDDEN = [
     ("apply_rope_tests", "apply_rope", rope_float32_angles, "float64"),
+    ("apply_rope_tests", "rope_scores", rope_scores_hardcoded, "rope_scores(q "),
     ("tiled_attention_tests", "tiled_attention", tiled_hardcoded, "tiled_attention with B="),
     ("selective_scan_tests", "selective_scan", selective_hardcoded, "selective_scan with b="),
 ]
