@@ -97,6 +97,7 @@ results: $(VENV)/.test
 	$(BIN)/python -m pytest tests/test_ch*.py tests/test_notebooks.py tests/test_nbconvert.py -q $(PYTEST_PARALLEL)
 
 workspace: $(VENV)/.lab
+	$(BIN)/python -c "import fastapi, uvicorn, httpx" 2>/dev/null || $(BIN)/python -m pip install -q -e ".[instructor]"
 	$(BIN)/python autograder/workspace.py $(or $(DIR),$(HOME)/seqlab-grading)
 
 # What students download: build/handout/<chapter>.zip of the released notebooks (CHAPTER=07-attention for one).
