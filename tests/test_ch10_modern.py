@@ -214,3 +214,97 @@ def test_rope_comparison_record_is_the_scripts():
     assert models["rope"]["parameters"] == models["sinusoidal"]["parameters"] == size
     for row in models.values():
         assert 0 < row["dev_nll_64"] < 7 and 0 < row["dev_nll_128"] < 7, row
+
+
+# ---- the selective-SSM language model against chapter 9's GPT (seqlab.ssmlm) ------------------------------------
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("scan", ["loop", "parallel"])
+def test_the_ssm_models_scan_is_the_chapters_selective_scan(ch, scan):
+    """seqlab.ssmlm's layer computes the chapter's selective_scan (from a zero state), with either scan."""
+    from seqlab.ssmlm import selective_ssm
+
+    gen = torch.Generator().manual_seed(7)
+    b, L, D, N = 2, 37, 5, 4
+    u, delta_raw = torch.randn(b, L, D, generator=gen), 2 * torch.randn(b, L, D, generator=gen)
+    A, B, C = -torch.rand(D, N, generator=gen) - 0.1, torch.randn(b, L, N, generator=gen), torch.randn(b, L, N, generator=gen)
+    torch.testing.assert_close(selective_ssm(u, delta_raw, A, B, C, scan), ch["selective_scan"](u, delta_raw, A, B, C)[0],
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_the_ssm_language_model_is_causal_and_sized_to_the_gpt():
+    """The next-token model sees no later token (changing token 9 leaves logits 0-8), and matched_inner finds the
+    inner width whose parameter count is the GPT's within 5%."""
+    from seqlab.gptlm import GPT_CONFIG, ReferenceGPT
+    from seqlab.ssmlm import SSMLM, matched_inner, parameters
+
+    torch.manual_seed(0)
+    model = SSMLM(50, d_model=32, layers=2, inner=48)
+    ids = torch.randint(0, 50, (2, 16))
+    changed = ids.clone()
+    changed[:, 9] = (changed[:, 9] + 1) % 50
+    with torch.no_grad():
+        before, after = model(ids), model(changed)
+    torch.testing.assert_close(before[:, :9], after[:, :9])
+    assert not torch.allclose(before[:, 9:], after[:, 9:])
+    gpt_size = parameters(ReferenceGPT(512, **GPT_CONFIG))
+    inner = matched_inner(512, gpt_size, GPT_CONFIG["d_model"], GPT_CONFIG["layers"])
+    assert abs(parameters(SSMLM(512, GPT_CONFIG["d_model"], GPT_CONFIG["layers"], inner)) / gpt_size - 1) <= 0.05
+
+
+def test_the_ssm_record_is_the_scripts_and_matches_the_gpt_records():
+    """helpers/seqlab/results/ch10_ssm.json, as `python -m seqlab.ssmlm --train` writes it, against the GPT record it
+    claims to match: parameters within 5%, the same processor seconds, context, batch and rate. When chapter 9's GPT
+    record changes (its seconds or its size), this fails until the SSM is trained again."""
+    from seqlab.gptlm import comparison_record
+    from seqlab.ssmlm import SSMLM, parameters, ssm_record
+
+    ssm, gpt_record = ssm_record(), comparison_record()
+    assert ssm is not None, "run `python -m seqlab.ssmlm --train` (about 3 min of CPU) to write the record"
+    gpt = gpt_record["comparison"]["gpt"]
+    rerun = "chapter 9's GPT record changed: run `python -m seqlab.ssmlm --train` again"
+    assert ssm["gpt_parameters"] == gpt["parameters"] and ssm["gpt_record_seconds"] == gpt_record["seconds_each"], rerun
+    assert (ssm["context"], ssm["batch_size"], ssm["lr"], ssm["vocab_size"]) == (
+        gpt_record["context"], gpt_record["batch_size"], gpt_record["lr"], gpt_record["vocab_size"]), rerun
+    assert abs(ssm["parameters"] / gpt["parameters"] - 1) <= 0.05
+    config = ssm["config"]
+    assert ssm["parameters"] == parameters(SSMLM(ssm["vocab_size"], config["d_model"], config["layers"], config["inner"]))
+    assert gpt_record["seconds_each"] <= ssm["cpu_seconds"] < gpt_record["seconds_each"] + 2
+    assert ssm["tokens_seen"] == ssm["steps"] * ssm["batch_size"] * ssm["context"]
+    assert ssm["threads"] == 1 and ssm["device"] == "cpu" and ssm["command"].startswith("python -m seqlab.ssmlm --train")
+    for split in ("dev", "test"):
+        assert 1 < ssm[f"{split}_token_perplexity"] < ssm["vocab_size"]
+
+
+@pytest.mark.parametrize("arguments, message", [([], "nothing to do"), (["--train", "--seconds", "0"], "must be positive"),
+                                                (["--train", "--device", "tpu"], "cpu or cuda")])
+def test_the_ssm_script_refuses_bad_arguments_clearly(arguments, message):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "seqlab.ssmlm", *arguments], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@reads_learner_run(CHAPTER)
+def test_learner_run_prints_the_ssm_beside_the_gpt_and_the_text_says_what_it_measured():
+    """The printed comparison is the two records', its last line names the lower test perplexity, and the sentence
+    after it says what the records say (the SSM lower than the GPT with about a quarter of its updates, the LSTM
+    ahead of both): a re-run that changes the order fails here until the text follows."""
+    from seqlab.gptlm import comparison_record
+    from seqlab.ssmlm import ssm_record
+
+    run = learner_run(NOTEBOOK)
+    assert run.returncode == 0, run.stderr[-2000:]
+    text = printed_text(run.notebook)
+    ssm, gpt_record = ssm_record(), comparison_record()
+    gpt, lstm = gpt_record["comparison"]["gpt"], gpt_record["comparison"]["lstm"]
+    (difference, lower), = _lines(r"SSM against GPT: .* test perplexity per token ([-+][\d.]+): the lower is (the selective SSM|the GPT)", text)
+    assert float(difference) == round(ssm["test_token_perplexity"] - gpt["test_token_perplexity"], 2)
+    assert lower == ("the selective SSM" if ssm["test_token_perplexity"] < gpt["test_token_perplexity"] else "the GPT")
+    assert f"{ssm['test_token_perplexity']:6.2f}" in text and f"{gpt['test_token_perplexity']:6.2f}" in text
+    prose = "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "markdown")
+    assert "the selective SSM's test perplexity per token is lower than the GPT's" in prose
+    assert "about a quarter of the GPT's updates" in prose and "LSTM, another\nrecurrence, is still ahead of both" in prose
+    assert ssm["test_token_perplexity"] < gpt["test_token_perplexity"], "the text says the SSM is lower: change it"
+    assert 0.2 <= ssm["steps"] / gpt["steps"] <= 0.33, "the text says about a quarter of the GPT's updates: change it"
+    assert lstm["test_token_perplexity"] < ssm["test_token_perplexity"], "the text says the LSTM is ahead of both: change it"
