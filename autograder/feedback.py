@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import html
 import os
@@ -98,11 +99,27 @@ def from_trusted_side(nb: NotebookNode, cells: dict) -> None:
             cell.outputs = [new_output("stream", name="stdout", text=LEFT_OUT + "\n")]
 
 
-def plain_feedback(entry: dict, student: str, chapter: str, notebook: str) -> str:
-    """A page with the scores and the grader's notes, for when the notebook itself cannot be rendered."""
+def term_notes(term: "TermView", held: int) -> list[str]:
+    """The policy's lines at the top of a page: the penalty and why, and which scores wait for the due date."""
+    notes = []
+    if term.late_penalty > 0 or term.penalty_reason:
+        notes.append(f"Late submission: {term.penalty_reason} (-{term.late_penalty:g} points on this notebook)")
+    if held:
+        notes.append(f"Before the due date this page shows the visible checks only: {term.note}. The score of "
+                     f"{held} test cell{'s' if held != 1 else ''} with hidden tests is not counted above until then.")
+    return notes
+
+
+def plain_feedback(entry: dict, student: str, chapter: str, notebook: str, term: "TermView | None" = None) -> str:
+    """A page with the scores and the grader's notes, for when the notebook itself cannot be rendered. Before the due
+    date (``term.hidden_verdicts`` false) a test cell with hidden tests shows no score."""
+    term = term or TermView()
+    held = set() if term.hidden_verdicts else {gid for gid, c in entry.get("cells", {}).items() if c.get("test") and c.get("hidden", True)}
     rows = "".join(f"<tr><td>{html.escape(str(gid))}</td><td>{c['auto_score']:g} / {c['max_score']:g}</td></tr>"
+                   if gid not in held else f"<tr><td>{html.escape(str(gid))}</td><td>{html.escape(term.note)}</td></tr>"
                    for gid, c in entry.get("cells", {}).items() if c.get("test"))
-    notes = "".join(f"<li>{html.escape(str(n))}</li>" for n in entry.get("problems", []) + entry.get("repairs", []))
+    notes = "".join(f"<li>{html.escape(str(n))}</li>"
+                    for n in term_notes(term, len(held)) + entry.get("problems", []) + entry.get("repairs", []))
     return (f"<html><body><h1>{html.escape(notebook)} ({html.escape(chapter)}) for {html.escape(student)}</h1>"
             f"<table>{rows}</table><ul>{notes}</ul></body></html>")
 
@@ -452,16 +469,56 @@ def exporter() -> HTMLExporter:
     return FeedbackExporter(config=c)
 
 
-def feedback_html(nb: NotebookNode, entry: dict, student: str, chapter: str, notebook: str) -> str:
+@dataclasses.dataclass(frozen=True)
+class TermView:
+    """What the term's policy (autograder/policy.py) changes on a page, decided when grade.py writes the reports:
+    whether the hidden tests' verdicts show yet (``note`` says when they will), and a late penalty with its reason."""
+
+    hidden_verdicts: bool = True
+    note: str = ""
+    late_penalty: float = 0.0  # points off this notebook
+    penalty_reason: str = ""
+
+
+PENDING = "visible checks passed; {note}"  # the same words whether the hidden tests passed or failed
+HIDDEN_REGION = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
+
+
+def visible_only(nb: NotebookNode, cells: dict, note: str) -> list[str]:
+    """Before the due date: a graded test cell with hidden tests shows no score and no hidden verdict, only what its
+    visible checks said (a visible check's failure as usual; otherwise one line that reads the same whether the hidden
+    tests passed or not). Returns the grade ids whose scores are held back."""
+    held = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell) \
+                or "BEGIN HIDDEN TESTS" not in cell.source:
+            continue
+        reported = cells.get(meta.get("grade_id"), {})
+        visible_failed = not reported.get("hidden_failure") and (reported.get("auto_score") or 0) < reported.get("max_score", 0)
+        if visible_failed:  # as HideTestOutputs would: the visible check's error only
+            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        else:
+            cell.outputs = [new_output("stream", name="stdout", text=PENDING.format(note=note) + "\n")]
+        held.append(meta.get("grade_id"))
+        # No score line for it on the page (the template shows one for grade cells only); nbgrader's ClearHiddenTests
+        # refuses a hidden region outside a grade cell, so the region goes here, as it would there.
+        cell.source = HIDDEN_REGION.sub("", cell.source)
+        meta["grade"] = False
+    return held
+
+
+def feedback_html(nb: NotebookNode, entry: dict, student: str, chapter: str, notebook: str,
+                  term: TermView = TermView()) -> str:
     """The feedback page of a graded (and sanitized) notebook; one not made within FEEDBACK_SECONDS is a plain page
     with the scores and the reason (also added to the entry's problems)."""
     try:
         with time_limit(FEEDBACK_SECONDS) as deadline:
-            return _feedback_page(nb, entry, student, chapter, notebook, deadline)
+            return _feedback_page(nb, entry, student, chapter, notebook, deadline, term)
     except FeedbackTooSlow:
         entry.setdefault("problems", []).append(
             f"the feedback page could not be made within {FEEDBACK_SECONDS} s; a plain one with the scores was written")
-        return plain_feedback(entry, student, chapter, notebook)
+        return plain_feedback(entry, student, chapter, notebook, term)
 
 
 def notes_cell(notes: list) -> NotebookNode:
@@ -470,7 +527,8 @@ def notes_cell(notes: list) -> NotebookNode:
     return as_html_cell(f"<p><strong>The grader noted:</strong></p><ul>{items}</ul>", {})
 
 
-def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, notebook: str, deadline: float) -> str:
+def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, notebook: str, deadline: float,
+                  term: TermView = TermView()) -> str:
     nb = copy.deepcopy(nb)
     cells = entry.get("cells", {})
     for cell in nb.cells:
@@ -481,19 +539,21 @@ def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, no
         if utils.is_solution(cell) or utils.is_grade(cell):
             meta.setdefault("comment", None)
     from_trusted_side(nb, cells)
+    held = [] if term.hidden_verdicts else visible_only(nb, cells, term.note)
     shown_in_feedback(nb)
     # Markdown cells left here are the course's own (sanitize made a student's raw HTML): formulas as MathML, offline.
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = markdown_with_mathml(cell.source)
-    notes = entry.get("problems", []) + entry.get("repairs", [])
+    notes = term_notes(term, len(held)) + entry.get("problems", []) + entry.get("repairs", [])
     if notes:
         nb.cells.insert(0, notes_cell(notes))
     from jupyter_core.paths import jupyter_config_dir
 
+    counted = [c for gid, c in cells.items() if gid not in held]
     resources = {"config_dir": jupyter_config_dir(), "nbgrader": {"student": student, "assignment": chapter, "notebook": notebook,
-                              "score": sum(c["auto_score"] or 0 for c in cells.values()),
-                              "max_score": sum(c["max_score"] for c in cells.values()), "late_penalty": 0}}
+                              "score": sum(c["auto_score"] or 0 for c in counted),
+                              "max_score": sum(c["max_score"] for c in counted), "late_penalty": term.late_penalty}}
     for pre in (ClearHiddenTests(), RedactTracebacks(), HideTestOutputs()):
         nb, resources = pre.preprocess(nb, resources)
     body, _ = exporter().from_notebook_node(nb, resources=resources, deadline=deadline)

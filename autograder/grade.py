@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
+import csv
 import dataclasses
+import datetime as dt
 import json
 import os
 import re
@@ -39,11 +41,15 @@ import time
 import unicodedata
 from pathlib import Path, PurePosixPath
 
+import nbformat
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from dask_grading import peak_mib  # noqa: E402 - the pool's workers report it as the cluster's do; Dask itself is imported only for --cluster/--scheduler
 from job import course_version, failed_result, graded_notebooks, run_job, submission_hash  # noqa: E402
+from lms import MAPPING_FILE, LmsError, Mapping, canvas_file, moodle_folder  # noqa: E402
+from policy import Policy, PolicyError, for_workspace, parse_time, stamp, utc_now  # noqa: E402
 from safe_input import Refused, describe, entries, is_real_dir, open_zip, read_file, shown, utf8_text, \
     zip_member_problem  # noqa: E402
 from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
@@ -126,8 +132,16 @@ def stored_name(name: str) -> str:
     return text if text.endswith(".ipynb") else text + ".ipynb"
 
 
-def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
+def collect(source: Path, submitted: Path, wanted: list[str], lms: str | None = None,
+            timezone: dt.tzinfo = dt.timezone.utc, seen: dict | None = None) -> list[str]:
     """Copy an export folder into submitted/<student>/<chapter>/; return the notes on what was odd.
+
+    ``lms``: "canvas" reads Canvas's submission file names (``<login>[_LATE]_<user id>_<submission id>_<file>``: the
+    student id is ``<login>_<user id>``, the same in every chapter), "moodle" its submission folders (``<Full
+    Name>_<participant id>_assignsubmission_file_``: the id is the full name's); what the names said of each student
+    (their LMS identity, Canvas's late flag per chapter) is added to ``seen`` ({"identity": {...}, "late": [...]}),
+    which grade.py keeps in WORKSPACE/lms-students.json (lms.py). A notebook read from a zip file gets the member's
+    time as its submission time (timestamp.txt, read in ``timezone``) where the export carries no timestamp.txt.
 
     Nothing in the export is followed: a symbolic link, a hard link, a device file or a zip member
     that leaves its folder is refused, and the refusal becomes that notebook's reason (safe_input.py).
@@ -144,6 +158,10 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
     # it the reason of each of the student's chapter notebooks that is missing
     pending: dict[tuple[str, str | None], list[str]] = {}
     strays: dict[tuple[str, str], int] = {}  # notebooks of other names kept per chapter folder
+    zip_times: dict[tuple[str, str], dt.datetime] = {}  # (student, chapter) -> the latest zip member time of its notebook
+    seen = seen if seen is not None else {}
+    seen.setdefault("identity", {})
+    seen.setdefault("late", [])
 
     def chapter_of(name: str, chapter: str | None = None) -> str | None:
         return chapter or owners.get(name) or (wanted[0] if len(wanted) == 1 else None)
@@ -224,8 +242,33 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
             return stem[: -len(match[:-6]) - 1], match
         return stem, notebook_names(wanted[0])[0] if len(wanted) == 1 else stem + ".ipynb"
 
+    def lms_claim(entry: os.DirEntry) -> Claim | None:
+        """An entry named as the LMS names submissions: whose it is, and what the name says (kept in ``seen``)."""
+        is_dir = entry.is_dir(follow_symlinks=False)
+        canvas = canvas_file(entry.name) if lms == "canvas" and not is_dir else None
+        if canvas is not None and canvas.file.endswith((".ipynb", ".zip")):
+            spelling = f"{canvas.login}_{canvas.user_id}"
+            student = clean_id(spelling)
+            seen["identity"][student] = {"lms": "canvas", "canvas_user_id": canvas.user_id, "login": canvas.login}
+            if canvas.file.endswith(".zip"):
+                seen["late"].append((student, None, canvas.late))
+                return Claim(entry, spelling, student)
+            notebook = canvas.file if canvas.file in owners or len(wanted) != 1 else notebook_names(wanted[0])[0]
+            seen["late"].append((student, chapter_of(notebook), canvas.late))
+            return Claim(entry, spelling, student, notebook)
+        moodle = moodle_folder(entry.name) if lms == "moodle" and is_dir else None
+        if moodle is not None:
+            student = clean_id(moodle[0])
+            seen["identity"][student] = {"lms": "moodle", "moodle_name": moodle[0]}
+            return Claim(entry, moodle[0], student)
+        return None
+
     def claim_of(entry: os.DirEntry) -> Claim | None:
         """Whose entry this is (in the order the loop below reads entries); None for a stray file."""
+        if lms and not entry.is_symlink():
+            claimed = lms_claim(entry)
+            if claimed is not None:
+                return claimed
         stem = Path(entry.name).stem
         if entry.name.endswith(".ipynb") and (entry.is_symlink() or not entry.is_dir(follow_symlinks=False)):
             spelling, notebook = owner_of(stem)
@@ -277,6 +320,13 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
                                           f"({problem_of(error)}); it was not read", chapter)
                     continue
                 place(student, name, data, chapter)
+                owner = chapter_of(name, chapter)
+                if owner is not None and name in notebook_names(owner):
+                    try:
+                        moment = dt.datetime(*member.date_time).replace(tzinfo=timezone).astimezone(dt.timezone.utc)
+                    except ValueError:  # a zip's date field out of range: no time from it
+                        continue
+                    zip_times[(student, owner)] = max(moment, zip_times.get((student, owner), moment))
             if not members:
                 notes.append(f"{shown(entry.name)}: the zip file holds no notebook")
 
@@ -339,6 +389,14 @@ def collect(source: Path, submitted: Path, wanted: list[str]) -> list[str]:
             else:
                 refuse(claim.student, entry.name, reason)
     finish()
+    for (student, chapter), moment in zip_times.items():
+        folder = folder_for(student, chapter)
+        if folder is not None:  # a zip carries no timestamp.txt of its own (only notebooks are read from it)
+            (folder / "timestamp.txt").unlink(missing_ok=True)  # never write through a link left in the workspace
+            (folder / "timestamp.txt").write_text(moment.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+    for index, (student, chapter, late) in enumerate(seen["late"]):  # a zip file's flag: every chapter it held
+        if chapter is None:
+            seen["late"][index:index + 1] = [(student, c, late) for c in wanted if (submitted / student / c).is_dir()]
     return notes
 
 
@@ -379,6 +437,117 @@ def printable(value):
     return value
 
 
+# -- the term's policy, applied after grading (never inside a job: a new due date needs no grading again) -----------
+
+TERM_COLUMNS = ["submitted_at", "due", "late_days", "late_penalty_percent", "final_score", "penalty_reason"]
+
+
+def submission_time(submission: Path, result: dict | None, policy: Policy) -> tuple[dt.datetime | None, str]:
+    """When the chapter was handed in: the submitted folder's timestamp.txt as it is now (nbgrader's, or the zip
+    member's time that collect() wrote), else the one the job read; (None, why) where neither can be read."""
+    text = None
+    try:
+        text = read_file(submission / "timestamp.txt", 4096).decode(errors="replace").strip()
+    except (OSError, Refused):
+        text = (result or {}).get("timestamp")
+    if not text:
+        return None, ""
+    try:
+        return parse_time(text[:64], policy.timezone), ""
+    except PolicyError:
+        return None, f"the submission time {shown(text, 64)!r} could not be read; no late penalty was charged"
+
+
+def apply_term(workspace: Path, policy: Policy, results: list[dict], mapping: Mapping | None, now: dt.datetime,
+               jobs: int = 1) -> list[str]:
+    """The late penalties into grades.csv (columns before ``problems``) and grading-report.md, and each feedback page
+    as the policy has it now: with the penalty and its reason, the hidden verdicts shown or held back until the
+    student's due date. Returns the report's lines on late submissions."""
+    csv_path = workspace / "grades.csv"
+    with open(csv_path, newline="") as f:
+        reader = csv.DictReader(f)
+        fields, rows = list(reader.fieldnames or []), list(reader)
+    by_key = {(r["student"], r["chapter"]): r for r in results}
+    penalties, lines = {}, []
+    for row in rows:
+        student, chapter = row["student"], row["chapter"]
+        submitted, problem = submission_time(workspace / "submitted" / student / chapter, by_key.get((student, chapter)), policy)
+        flagged = bool(mapping and mapping.late.get(student, {}).get(chapter))
+        penalty = policy.penalty(chapter, student, submitted, flagged)
+        penalties[(student, chapter)] = penalty
+        score = float(row["score"] or 0)
+        row.update({"submitted_at": stamp(submitted) if submitted else "", "due": stamp(penalty.due) if penalty.due else "",
+                    "late_days": penalty.days_late if penalty.fraction else 0,
+                    "late_penalty_percent": f"{penalty.fraction * 100:g}", "final_score": f"{penalty.applied_to(score):g}",
+                    "penalty_reason": penalty.reason or problem})
+        if penalty.fraction or problem:
+            lines.append(f"- {student} / {chapter}: {row['score']} -> {row['final_score']} of {row['max_score']}: "
+                         f"{penalty.reason or problem}")
+    at = fields.index("problems") if "problems" in fields else len(fields)
+    fields = [f for f in fields[:at] if f not in TERM_COLUMNS] + TERM_COLUMNS + [f for f in fields[at:] if f not in TERM_COLUMNS]
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    report = workspace / "grading-report.md"
+    report.write_text(report.read_text() + "\n# Late submissions (policy: " + policy.source + ")\n\n"
+                      + ("\n".join(lines) if lines else "None.") + "\n")
+    pages = []
+    for result in results:
+        if result.get("failed"):
+            continue
+        student, chapter = result["student"], result["chapter"]
+        penalty = penalties.get((student, chapter))
+        for stem, entry in result["notebooks"].items():
+            notebook_score = sum(c["auto_score"] or 0 for c in entry.get("cells", {}).values())
+            term = {"hidden_verdicts": policy.shows_hidden_verdicts(chapter, student, now),
+                    "note": policy.visibility_note(chapter, student),
+                    "late_penalty": round(notebook_score * penalty.fraction, 4) if penalty else 0.0,
+                    "penalty_reason": penalty.reason if penalty and penalty.fraction else ""}
+            pages.append((str(workspace / "autograder-results" / chapter / student), stem, entry, student, chapter,
+                          term, str(workspace / "feedback" / student / chapter / f"{stem}.html")))
+    todo = [page for page in pages if page[5]["hidden_verdicts"] and not page[5]["late_penalty"]]
+    for out, stem, *_, target in todo:  # the job's own page is the right one: put it back (a term page may be there)
+        if (Path(out) / f"{stem}.html").exists():
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(Path(out) / f"{stem}.html", target)
+    remade = [page for page in pages if page not in todo]
+    if remade:
+        with futures.ProcessPoolExecutor(max_workers=max(1, min(jobs, len(remade)))) as pool:
+            for problem in pool.map(term_page, *zip(*remade)):
+                if problem:
+                    print(f"grade: {problem}", file=sys.stderr)
+    return lines
+
+
+def term_page(out: str, stem: str, entry: dict, student: str, chapter: str, term: dict, target: str) -> str | None:
+    """Write the feedback page the policy asks for now, made from the autograded notebook the job wrote (the page it
+    made itself came from the same notebook); kept beside it and made again only when the policy's view changes."""
+    from feedback import TermView, feedback_html, plain_feedback
+
+    out_dir, target_path = Path(out), Path(target)
+    key = json.dumps({"term": term, "result": (out_dir / "result.json").stat().st_mtime_ns}, sort_keys=True)
+    cached, cached_key = out_dir / f"{stem}.term.html", out_dir / f"{stem}.term.json"
+    if not (cached.exists() and cached_key.exists() and cached_key.read_text() == key):
+        view = TermView(**term)
+        try:
+            page = feedback_html(nbformat.read(out_dir / f"{stem}.ipynb", as_version=4), dict(entry), student, chapter,
+                                 stem, view)
+        except Exception as error:  # noqa: BLE001 - the plain page still follows the policy
+            page = plain_feedback(entry, student, chapter, stem, view)
+            problem = f"{student}/{chapter}: the feedback page under the term's policy fell back to a plain one " \
+                      f"({type(error).__name__})"
+        else:
+            problem = None
+        cached.write_text(page)
+        cached_key.write_text(key)
+    else:
+        problem = None
+    target_path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(cached, target_path)
+    return problem
+
+
 def up_to_date(out: Path, submission: Path, version: str) -> bool:
     try:
         result = json.loads((out / "result.json").read_text())
@@ -408,6 +577,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-unsandboxed", action="store_true",
                         help="grade even without bubblewrap: submitted code then runs with YOUR permissions")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--policy", type=Path, help="the term's policy (due dates, late penalty, extensions, when "
+                        "feedback shows hidden verdicts; autograder/policy.py); default WORKSPACE/policy.toml if present")
+    parser.add_argument("--now", help="the time the policy is applied at (default: now), e.g. 2026-10-06T12:00:00Z")
+    parser.add_argument("--lms", choices=["canvas", "moodle"],
+                        help="the export's file names are the LMS's: keep each student's LMS identity and Canvas's late "
+                             "flags (WORKSPACE/lms-students.json) for `lms.py export`")
+    parser.add_argument("--similarity", action="store_true",
+                        help="write WORKSPACE/similarity.html: pairs of students whose answer cells are alike (copydetect)")
+    parser.add_argument("--similarity-threshold", type=float, default=0.6,
+                        help="the share of one student's answer tokens found in the other's above which a pair is listed "
+                             "(default 0.6)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="grade on the Dask cluster of this scheduler (tcp://host:8786); its workers run the course "
@@ -460,6 +640,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grade: NOTE: {why}; cell time limits count wall time here, so time spent waiting for a CPU that "
               "other processes hold counts against a student (autograder/README.md, Limits).", file=sys.stderr)
     workspace = args.workspace.expanduser().resolve()
+    try:
+        policy = for_workspace(workspace, args.policy, chapters())
+        now = parse_time(args.now) if args.now else utc_now()
+        mapping = Mapping(workspace / MAPPING_FILE)
+    except (PolicyError, LmsError) as error:
+        print(f"grade: {error}", file=sys.stderr)
+        return 2
     if not (workspace / "nbgrader_config.py").exists():
         make_workspace(workspace, args.db_url)
     db_url = args.db_url or f"sqlite:///{workspace / 'gradebook.db'}"
@@ -471,10 +658,20 @@ def main(argv: list[str] | None = None) -> int:
     submitted = workspace / "submitted"
     submitted.mkdir(parents=True, exist_ok=True)
     try:
-        notes = collect(args.submissions.resolve(), submitted, wanted) if args.submissions else []
+        seen: dict = {}
+        notes = collect(args.submissions.resolve(), submitted, wanted, args.lms, policy.timezone, seen) \
+            if args.submissions else []
     except OSError as error:  # the export folder itself (each entry in it is the student's and never stops this)
         print(f"grade: cannot read the export folder {args.submissions}: {error.strerror or error}", file=sys.stderr)
         return 2
+    for student, identity in sorted(seen.get("identity", {}).items()) if args.submissions else []:
+        clash = mapping.see(student, identity)
+        if clash:
+            notes.append(clash)
+    for student, chapter, late in seen.get("late", []) if args.submissions else []:
+        mapping.flag_late(student, chapter, late)
+    if args.submissions and args.lms:
+        mapping.save()
     for note in notes:
         print(f"collect: {note}", file=sys.stderr)
 
@@ -601,6 +798,21 @@ def main(argv: list[str] | None = None) -> int:
                 merge_result(db_url, workspace, out)
             results.append(printable(json.loads((out / "result.json").read_text())))
     write_reports(db_url, results, workspace / "grades.csv", workspace / "grading-report.md")
+    if results:
+        late = apply_term(workspace, policy, results, mapping, now, args.jobs)
+        if late:
+            print(f"grade: {len(late)} late submission(s) under {policy.source}; grades.csv's final_score has the "
+                  "penalty", file=sys.stderr)
+    if args.similarity and results:
+        from similarity import similarity_report
+
+        try:
+            page, pairs = similarity_report(workspace, sorted({r["chapter"] for r in results}), args.similarity_threshold)
+        except ImportError:
+            print("grade: --similarity needs copydetect (pip install -e '.[test]' or pip install copydetect)", file=sys.stderr)
+            return 2
+        print(f"grade: {pairs} pair(s) of students above {args.similarity_threshold:g} similarity in {page}",
+              file=sys.stderr)
     flagged = sum(1 for r in results if r.get("problem") or any(e.get("problems") for e in r["notebooks"].values()))
     print(f"grade: {len(results)} of {len(results_dirs)} submissions graded in the gradebook "
           f"({time.perf_counter() - started:.1f} s this run); {flagged} with problems listed in "

@@ -317,6 +317,8 @@ def score_cells(nb: NotebookNode, execution=None, reason: str | None = None) -> 
                 auto, why = 0.0, "timed out"
         cells[gid] = {"auto_score": auto, "max_score": max_score, "solution": utils.is_solution(cell),
                       "test": not utils.is_solution(cell), "reason": why,
+                      # the feedback's visibility schedule holds back such a cell's score before the due date (policy.py)
+                      "hidden": cell.cell_type == "code" and "BEGIN HIDDEN TESTS" in cell.source,
                       "hidden_failure": bool(execution is not None and index in execution.hidden_failures),
                       "student_error": bool(execution is not None and index in execution.student_errors),
                       "no_response": bool(utils.is_solution(cell) and cell.metadata.nbgrader.get("checksum") == utils.compute_checksum(cell))}
