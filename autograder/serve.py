@@ -476,14 +476,16 @@ class Service:
             else:
                 result, verdicts, problems = await asyncio.to_thread(read_verdicts, out, chapter)
                 graded = all(e.get("status") == "graded" for e in result["notebooks"].values())
+                rows = self.bucket_rows(db, student, chapter, time.time())
+                passed_before = {ex for ex, bucket in rows.items()  # no limit on these: their verdict is always shown
+                                 if bucket["passed_at"] is not None and bucket["passed_at"] <= row.received_at}
                 for verdict in verdicts:
-                    verdict["hidden_checked"] = verdict["exercise"] in charged
+                    verdict["hidden_checked"] = verdict["exercise"] in charged or verdict["exercise"] in passed_before
                 if not graded:
                     self.refund(db, student, chapter, charged)
                     for verdict in verdicts:
                         verdict["hidden_checked"] = False
                 else:
-                    rows = self.bucket_rows(db, student, chapter, time.time())
                     for verdict in verdicts:  # passed, as far as this submission showed: no limit from now on
                         bucket = rows.get(verdict["exercise"])
                         if verdict["passed"] and verdict["hidden_checked"] and bucket and bucket["passed_at"] is None:

@@ -180,6 +180,7 @@ def test_verdicts_are_grade_py_s_and_show_no_hidden_test(service):
             cell = cells[verdict["exercise"]]
             assert (verdict["hidden"] == "failed") == cell["hidden_failure"], (student, verdict)
             assert (verdict["visible"] == "passed") == (cell["hidden_failure"] or cell["auto_score"] == cell["max_score"])
+    service["partly_wrong"] = replies["partly_wrong"]
     assert replies["honest_solution"]["score"] == replies["honest_solution"]["max_score"] > 0
     assert 0 < replies["partly_wrong"]["score"] < replies["partly_wrong"]["max_score"]
     assert replies["monkeypatch_check"]["score"] == replies["leak_via_errors"]["score"] == 0
@@ -226,6 +227,41 @@ def test_a_token_reads_only_its_own_students_submissions(service):
     stored = sqlite3.connect(service["workspace"] / "service" / "submissions.db").execute(
         "select token_sha256 from students").fetchall()
     assert stored and not {t for (t,) in stored} & set(service["tokens"].values()), "tokens are stored hashed only"
+
+
+def test_the_command_line_and_the_button_submit_and_show_the_verdicts(service, tmp_path):
+    """python -m seqlab.submit and seqlab.submit.button() post a saved notebook and show what the service answered;
+    a wrong token or no service is said in a line, never a traceback."""
+    from seqlab.submit import button
+
+    notebook = tmp_path / f"{CHAPTER}.ipynb"
+    notebook.write_bytes(notebooks()["partly_wrong"])
+    submit = [sys.executable, "-m", "seqlab.submit", str(notebook), "--server", service["url"]]
+    done = subprocess.run([*submit, "--token", service["tokens"]["bob"]], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    expected = service["partly_wrong"]
+    assert f"of {CHAPTER}: {expected['score']:g} / {expected['max_score']:g}" in done.stdout, done.stdout
+    for verdict in expected["exercises"]:
+        line = next(l for l in done.stdout.splitlines() if f" {verdict['exercise']}  " in l)
+        assert line.startswith("✓" if verdict["points"] == verdict["max_points"] else "✗"), line
+    assert f"attempts left now: {FREE - 1}" in done.stdout
+    for token, said in (("not-a-token", "token is not valid"),):
+        refused = subprocess.run([*submit, "--token", token], capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and said in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+    nowhere = subprocess.run([sys.executable, "-m", "seqlab.submit", str(notebook), "--server",
+                              f"http://127.0.0.1:{free_port()}", "--token", "x"], capture_output=True, text=True, timeout=120)
+    assert nowhere.returncode == 1 and "cannot reach" in nowhere.stderr and "Traceback" not in nowhere.stderr
+
+    box = button(server=service["url"], token=service["tokens"]["bob"], notebook=notebook)
+    box.submit_button.click()
+    deadline = time.time() + 600
+    while not box.verdicts.value.startswith(("<b>submission", "<b>Not submitted")) and time.time() < deadline:
+        time.sleep(0.5)
+    shown = box.verdicts.value
+    assert shown.startswith(f"<b>submission") and f"{expected['score']:g} / {expected['max_score']:g}" in shown, shown
+    assert f"attempts left now: {FREE - 2}" in shown and not box.submit_button.disabled
+    listing = httpx.get(f"{service['url']}/submissions", headers=auth(service, "bob")).json()["submissions"]
+    assert len(listing) == 2 and all(s["status"] == "graded" for s in listing)
 
 
 async def burst(service, notebook: bytes, per_student: int) -> dict[str, list]:

@@ -1,0 +1,231 @@
+"""Submit a chapter's saved notebook to the course's submission service, and read its verdicts.
+
+From a terminal::
+
+    python -m seqlab.submit 07-attention.ipynb --server https://grader.example.edu --token YOUR_TOKEN
+
+or, in the notebook, a Submit button (it posts the notebook as last SAVED, so save first)::
+
+    import seqlab.submit
+    seqlab.submit.button(server="https://grader.example.edu", token="YOUR_TOKEN")
+
+The server and token may also come from the environment (SEQLAB_SUBMIT_SERVER, SEQLAB_SUBMIT_TOKEN). The service
+(autograder/serve.py) grades the notebook with the course's grader and answers, per exercise: the visible checks'
+outcome and messages, the hidden tests' outcome (and the failing check's message where the course shows it), and
+when the hidden tests may next be checked: the first attempts are free, then waits grow; an exercise that passed
+has no limit. Only the Python standard library is used here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import re
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+CHAPTER_NAME = re.compile(r"\d\d-[a-z0-9-]+")
+
+
+class SubmitError(Exception):
+    """The service refused or could not be reached; the message says why and what to do."""
+
+    def __init__(self, message: str, retry_after: int | None = None, status: int | None = None):
+        super().__init__(message)
+        self.retry_after, self.status = retry_after, status
+
+
+def chapter_of(notebook: Path) -> str:
+    """The course's notebooks are named after their chapter (07-attention.ipynb), as is a chapter's folder."""
+    for name in (notebook.stem, notebook.resolve().parent.name):
+        if CHAPTER_NAME.fullmatch(name):
+            return name
+    raise SubmitError(f"cannot tell the chapter from {notebook.name}: keep the notebook's own name "
+                      "(e.g. 07-attention.ipynb) or pass --chapter")
+
+
+def _request(method: str, url: str, token: str, body: bytes | None = None, timeout: float = 60) -> dict:
+    request = urllib.request.Request(url, data=body, method=method, headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/x-ipynb+json", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as error:
+        try:
+            said = json.loads(error.read().decode("utf-8")).get("error")
+        except (ValueError, AttributeError):
+            said = None
+        retry = error.headers.get("Retry-After")
+        raise SubmitError(said or f"the service answered {error.code} {error.reason}",
+                          int(retry) if retry and retry.isdigit() else None, error.code) from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise SubmitError(f"cannot reach the submission service at {url}: {reason}") from None
+    except ValueError:
+        raise SubmitError(f"the service at {url} did not answer with JSON (is the address right?)") from None
+
+
+def settings(server: str | None, token: str | None) -> tuple[str, str]:
+    server = (server or os.environ.get("SEQLAB_SUBMIT_SERVER") or "").rstrip("/")
+    token = (token or os.environ.get("SEQLAB_SUBMIT_TOKEN") or "").strip()
+    if not server:
+        raise SubmitError("no server: pass --server URL (or set SEQLAB_SUBMIT_SERVER); your instructor gives the address")
+    if not token:
+        raise SubmitError("no token: pass --token (or set SEQLAB_SUBMIT_TOKEN); your instructor gives each student one")
+    return server, token
+
+
+def submit(notebook: str | os.PathLike, server: str | None = None, token: str | None = None,
+           chapter: str | None = None, wait: bool = True, timeout: float = 900, on_update=None) -> dict:
+    """Post the saved notebook; with ``wait``, poll until it is graded and return the verdicts (a dict).
+
+    ``on_update(reply)`` is called with each answer while it waits (queued, its position, grading)."""
+    server, token = settings(server, token)
+    path = Path(notebook)
+    try:
+        body = path.read_bytes()
+    except OSError as error:
+        raise SubmitError(f"cannot read {path}: {error.strerror}") from None
+    chapter = chapter or chapter_of(path)
+    reply = _request("POST", f"{server}/submit/{chapter}", token, body)
+    if not wait:
+        return reply
+    deadline = time.monotonic() + timeout
+    while reply.get("status") in (None, "queued", "grading"):
+        if on_update is not None:
+            on_update(reply)
+        if time.monotonic() > deadline:
+            raise SubmitError(f"not graded within {timeout:.0f} s; see it later with GET {server}/submissions")
+        time.sleep(min(5.0, max(1.0, reply.get("estimated_wait_s", 2) / 4)))
+        reply = _request("GET", f"{server}/submissions/{reply['id']}", token)
+    return reply
+
+
+MARKS = {"passed": "✓", "failed": "✗", "withheld": "…", "not run": "–"}
+
+
+def report_lines(reply: dict) -> list[str]:
+    """The verdicts in plain text: a line per exercise, its messages indented below."""
+    if reply.get("status") != "graded":
+        return [f"submission {reply.get('id')} of {reply.get('chapter')}: {reply.get('status')}"] + \
+            [f"  {p}" for p in reply.get("problems", [])]
+    score = "score withheld" if reply.get("score") is None else f"{reply['score']:g} / {reply['max_score']:g}"
+    lines = [f"submission {reply['id']} of {reply['chapter']}: {score}"]
+    for problem in reply.get("problems", []):
+        lines.append(f"  note: {problem}")
+    for verdict in reply.get("exercises", []):
+        points = "?" if verdict.get("points") is None else f"{verdict['points']:g}"
+        mark = "✓" if verdict["visible"] == "passed" and verdict.get("hidden") in (None, "passed") else "✗"
+        if verdict.get("hidden") == "withheld":
+            mark = MARKS["withheld"]
+        hidden = f"; hidden tests: {verdict['hidden']}" if verdict.get("hidden") else ""
+        lines.append(f"{mark} {verdict['exercise']}  {points}/{verdict['max_points']:g}  visible checks: "
+                     f"{verdict['visible']}{hidden}")
+        for message in verdict.get("visible_messages", []) if verdict["visible"] != "passed" else []:
+            lines.append(f"    {message}")
+        if verdict.get("hidden_message"):
+            lines.append(f"    hidden check: {verdict['hidden_message']}")
+        if verdict.get("hidden_note"):
+            lines.append(f"    ({verdict['hidden_note']})")
+        if verdict.get("next_allowed"):
+            lines.append(f"    next check of the hidden tests allowed at {verdict['next_allowed']}")
+        elif verdict.get("attempts_left") is not None:
+            lines.append(f"    attempts left now: {verdict['attempts_left']}")
+    return lines
+
+
+def report_html(reply: dict) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(line.split('  ')[0])}</td><td>{html.escape('  '.join(line.split('  ')[1:]))}</td></tr>"
+        if not line.startswith("    ") else f"<tr><td></td><td><small>{html.escape(line.strip())}</small></td></tr>"
+        for line in report_lines(reply)[1:])
+    return f"<b>{html.escape(report_lines(reply)[0])}</b><table>{rows}</table>"
+
+
+def _saved_notebook(chapter: str | None) -> Path:
+    """The notebook this kernel runs: Jupyter Server names it in JPY_SESSION_NAME; else the chapter's in the folder."""
+    session = os.environ.get("JPY_SESSION_NAME")
+    if session and session.endswith(".ipynb") and Path(session).is_file():
+        return Path(session)
+    found = sorted(Path.cwd().glob(f"{chapter}.ipynb" if chapter else "[0-9][0-9]-*.ipynb"))
+    if len(found) == 1:
+        return found[0]
+    raise SubmitError("cannot tell which notebook to submit: pass notebook='07-attention.ipynb' to button()")
+
+
+def button(server: str | None = None, token: str | None = None, notebook: str | os.PathLike | None = None,
+           chapter: str | None = None):
+    """A Submit button: posts the notebook as last saved, then shows the verdicts and the next allowed times."""
+    import ipywidgets as widgets
+
+    press = widgets.Button(description="Submit", icon="upload", tooltip="Save the notebook first: the saved file is sent",
+                           button_style="primary")
+    shown = widgets.HTML(value="<small>Save the notebook (Ctrl-S), then press Submit.</small>")
+
+    def show(text: str) -> None:
+        shown.value = text
+
+    def work() -> None:
+        try:
+            path = Path(notebook) if notebook else _saved_notebook(chapter)
+            saved = time.strftime("%H:%M:%S", time.localtime(path.stat().st_mtime))
+            show(f"Sending {html.escape(path.name)} (saved at {saved})…")
+
+            def waiting(reply: dict) -> None:
+                where = f", position {reply['position']}" if reply.get("position") else ""
+                show(f"Submission {reply.get('id')}: {html.escape(str(reply.get('status')))}{where}; about "
+                     f"{reply.get('estimated_wait_s', '?')} s…")
+
+            reply = submit(path, server, token, chapter, on_update=waiting)
+            show(report_html(reply))
+        except SubmitError as error:
+            retry = f" Try again in {error.retry_after} s." if error.retry_after else ""
+            show(f"<b>Not submitted:</b> {html.escape(str(error))}{retry}")
+        except Exception as error:  # noqa: BLE001 - a button must always say what happened
+            show(f"<b>Not submitted:</b> {html.escape(type(error).__name__)}: {html.escape(str(error))}")
+        finally:
+            press.disabled = False
+
+    def clicked(_):
+        press.disabled = True
+        threading.Thread(target=work, daemon=True).start()
+
+    press.on_click(clicked)
+    box = widgets.VBox([press, shown])
+    box.submit_button, box.verdicts = press, shown  # for tests and for a course cell that wants to press it
+    return box
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m seqlab.submit", description=__doc__.splitlines()[0])
+    parser.add_argument("notebook", type=Path, help="the saved notebook, e.g. 07-attention.ipynb")
+    parser.add_argument("--server", help="the service's address (or SEQLAB_SUBMIT_SERVER)")
+    parser.add_argument("--token", help="your token (or SEQLAB_SUBMIT_TOKEN)")
+    parser.add_argument("--chapter", help="the chapter (default: from the notebook's name)")
+    parser.add_argument("--no-wait", action="store_true", help="submit and return; read the verdicts later")
+    parser.add_argument("--json", action="store_true", help="print the service's answer as JSON")
+    args = parser.parse_args(argv)
+
+    def progress(reply: dict) -> None:
+        if not args.json:
+            print(f"submission {reply.get('id')}: {reply.get('status')}"
+                  + (f", position {reply['position']}" if reply.get("position") else ""), file=sys.stderr)
+
+    try:
+        reply = submit(args.notebook, args.server, args.token, args.chapter, wait=not args.no_wait, on_update=progress)
+    except SubmitError as error:
+        retry = f" (try again in {error.retry_after} s)" if error.retry_after else ""
+        print(f"seqlab.submit: {error}{retry}", file=sys.stderr)
+        return 3 if error.retry_after else 1
+    print(json.dumps(reply, indent=1, ensure_ascii=False) if args.json else "\n".join(report_lines(reply)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
