@@ -120,7 +120,9 @@ def write_export(export: Path) -> None:
     (export / f"ghost_{name7}").write_text(text7)
 
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap is not installed")]
+# one group: under `make test`'s xdist the batch is graded once, on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("term"),
+              pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap is not installed")]
 
 
 def rows(workspace: Path) -> dict[tuple[str, str], dict]:

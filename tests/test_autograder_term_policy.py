@@ -141,3 +141,23 @@ def test_a_bad_policy_is_a_clear_error(text, words):
     with pytest.raises(PolicyError) as error:
         from_toml(text, "policy.toml", CHAPTERS)
     assert words in str(error.value), str(error.value)
+
+
+def run(script: str, *args: str):
+    import subprocess
+
+    return subprocess.run([sys.executable, str(REPO / "autograder" / script), *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_grade_py_and_lms_py_refuse_bad_input_with_the_reason_and_no_traceback(tmp_path):
+    bad = tmp_path / "policy.toml"
+    bad.write_text('[chapters."99-nope"]\ndue = 2026-10-05\n')
+    refused = {"which the course does not have": run("grade.py", str(tmp_path / "ws"), "--policy", str(bad),
+                                                     "--allow-unsandboxed", "--no-progress"),
+               "'tomorrow' is not a date and time": run("grade.py", str(tmp_path / "ws"), "--now", "tomorrow",
+                                                        "--allow-unsandboxed", "--no-progress"),
+               "cannot read the grades file": run("lms.py", "export", "canvas", str(tmp_path / "ws"))}
+    for words, done in refused.items():
+        assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / "ws").exists()  # refused before the workspace is made
