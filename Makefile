@@ -41,7 +41,7 @@ $(VENV)/.test: pyproject.toml $(wildcard $(CONSTRAINTS)) $(VENV)/.torch
 # A learner's work lives in work/ (git ignores it, `make release` never touches it): `make work` copies each
 # chapter's notebook there the first time and never overwrites a copy; notebooks/ is the course's, regenerated.
 work: $(VENV)/.lab
-	$(BIN)/python -m seqlab.work notebooks work
+	$(BIN)/python -m seqlab.work notebooks$(if $(filter zh,$(EDITION)),/zh work/zh,) $(if $(filter zh,$(EDITION)),,work)
 
 # A student's Lab on work/: nbgrader's Validate button, none of its instructor panels or menus
 # (jupyter-config/student); `make workspace` opens the instructor's, with all of them.

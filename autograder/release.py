@@ -2,8 +2,13 @@
 
     python autograder/release.py           # stamp the repository URL, then regenerate notebooks/
     python autograder/release.py --check   # exit 1 if notebooks/, the README or a setup cell is stale
+                                           # (notebooks/zh/ too: the Chinese edition, autograder/i18n.py)
     python autograder/release.py --handout build/handout [--chapter 07-attention]
                                            # a zip per chapter of the released notebooks, for an LMS upload
+
+The Chinese edition, notebooks/zh/<chapter>/, is the English release with every markdown cell from the chapter's
+catalog i18n/zh/<chapter>.po (autograder/i18n.py); a chapter whose catalog is missing or incomplete is released in
+English only, with a line that says why. The manifest and the rules below cover it as they cover the English one.
 
 A learner's work is never lost: notebooks/.release-manifest.json records what the last release wrote, and a
 release replaces or removes only those files. A learner's own notebooks and Jupyter's checkpoints stay; a
@@ -128,6 +133,16 @@ def generate(chapter: str, release_dir: Path) -> Path:
     if done.returncode != 0:
         raise SystemExit(f"release: nbgrader generate_assignment {chapter} failed:\n{done.stdout}\n{done.stderr}")
     return release_dir / chapter
+
+
+def chinese_edition(released: dict[str, Path], out: Path) -> tuple[dict[str, Path], list[str]]:
+    """notebooks/zh/<chapter>/: each English release notebook with its markdown from i18n/zh/<chapter>.po, for every
+    chapter whose catalog is complete (autograder/i18n.py); a chapter without one, or with entries missing, fuzzy or
+    changing a formula or number, is left out with a line that says which."""
+    sys.path.insert(0, str(REPO / "autograder"))
+    import i18n
+
+    return i18n.write_edition(released, out)
 
 
 def sha256(path: Path) -> str:
@@ -289,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         for chapter in chapters():
             generate(chapter, Path(out))
         released = files_under(Path(out))
+        chinese, lines = chinese_edition(released, Path(out))
+        released.update(chinese)
+        if lines:
+            print("\n".join(lines))
         if args.check:
             more, notes = check_release(released, manifest)
             stale += more
