@@ -475,6 +475,7 @@ def apply_term(workspace: Path, policy: Policy, results: list[dict], mapping: Ma
         flagged = bool(mapping and mapping.late.get(student, {}).get(chapter))
         penalty = policy.penalty(chapter, student, submitted, flagged)
         penalties[(student, chapter)] = penalty
+        problem = problem if penalty.due is not None else ""  # an unreadable time matters only where a date is due
         score = float(row["score"] or 0)
         row.update({"submitted_at": stamp(submitted) if submitted else "", "due": stamp(penalty.due) if penalty.due else "",
                     "late_days": penalty.days_late if penalty.fraction else 0,
@@ -490,8 +491,9 @@ def apply_term(workspace: Path, policy: Policy, results: list[dict], mapping: Ma
         writer.writeheader()
         writer.writerows(rows)
     report = workspace / "grading-report.md"
-    report.write_text(report.read_text() + "\n# Late submissions (policy: " + policy.source + ")\n\n"
-                      + ("\n".join(lines) if lines else "None.") + "\n")
+    if policy.due_dates or lines:
+        report.write_text(report.read_text() + "\n# Late submissions (policy: " + policy.source + ")\n\n"
+                          + ("\n".join(lines) if lines else "None.") + "\n")
     pages = []
     for result in results:
         if result.get("failed"):
