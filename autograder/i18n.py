@@ -3,6 +3,7 @@
     python autograder/i18n.py extract 01-ngram-language-models   # create or update i18n/zh/<chapter>.po
     python autograder/i18n.py extract                            # update every catalog that exists
     python autograder/i18n.py check [CHAPTER ...]                # what keeps a chapter out of the Chinese release
+    python autograder/i18n.py extract seqlab && python autograder/i18n.py compile   # what seqlab says (check messages)
 
 solutions/ stays the only source. Each markdown cell of a chapter's solution notebooks is one message of the
 chapter's catalog, ``i18n/zh/<chapter>.po`` (gettext, read and written with Babel): the msgid is the cell's English
@@ -20,6 +21,7 @@ HTML tags (``differences``), so that a figure quoted in Chinese is still the fig
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import re
 import sys
@@ -29,11 +31,16 @@ from pathlib import Path
 
 import nbformat
 from babel.messages.catalog import Catalog, Message
+from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 CATALOGS = REPO / "i18n"
+SEQLAB = REPO / "helpers" / "seqlab"
+MESSAGES = "seqlab"  # the catalog of what seqlab says: its own messages and the visible checks' messages
+# The chapters whose visible checks' messages are in the seqlab catalog (the others' stay English for now).
+MESSAGE_CHAPTERS = ["01-ngram-language-models"]
 LANGUAGE = "zh"
 EDITION_KEY = "language"  # the notebook metadata key that tells seqlab (and a reader) the edition: "zh"
 
@@ -50,7 +57,8 @@ class Cell:
     @property
     def where(self) -> str:
         first = self.text.strip().splitlines()[0] if self.text.strip() else ""
-        return f"{self.notebook} cell {self.index} «{first[:60]}»"
+        place = f"{self.notebook} cell {self.index}" if self.notebook.endswith(".ipynb") else self.notebook
+        return f"{place} «{first[:60]}»"
 
 
 def chapters() -> list[str]:
@@ -76,8 +84,67 @@ def markdown_cells(chapter: str) -> list[Cell]:
             if cell.cell_type == "markdown" and cell.source.strip()]
 
 
+# Where seqlab.check takes the text a learner reads: (function, positions of those arguments, keywords).
+CHECK_TEXT = {"expect": ((1, 2), ("message", "hint")), "expect_equal": ((2, 3), ("what", "hint")),
+              "expect_close": ((2,), ("what", "hint")), "expect_raises": ((), ("what", "hint")),
+              "expect_same": ((2, 3), ("what", "hint")), "call_named": ((0,), ("what", "hint")), "passed": ((0,), ())}
+MARKERS = {"_", "N_", "_said", "_hint"}  # seqlab's own: a literal inside these is a message
+
+
+def literals(node) -> list[str]:
+    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.strip()]
+
+
+def check_messages(source: str) -> list[str]:
+    """The literal texts that a test cell's source hands to seqlab.check (an f-string is made at run time: left out)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CHECK_TEXT:
+            positions, keywords = CHECK_TEXT[node.func.id]
+            chosen = [node.args[i] for i in positions if i < len(node.args)]
+            chosen += [k.value for k in node.keywords if k.arg in keywords]
+            found += [a.value for a in chosen if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.strip()]
+    return found
+
+
+def seqlab_messages() -> list[tuple[str, str]]:
+    """(message, where) for every message seqlab shows: its own (marked with _, N_, _said or _hint in its modules)
+    and those of the visible checks of MESSAGE_CHAPTERS, in order."""
+    found = []
+    for path in sorted(SEQLAB.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MARKERS and node.args \
+                    and not isinstance(node.args[0], ast.Subscript):  # _(values["what"]) translates a value, not a key
+                found += [(text, f"seqlab/{path.name}") for text in literals(node.args[0])]
+    for chapter in MESSAGE_CHAPTERS:
+        for path in sorted((SOLUTIONS / chapter).glob("*.ipynb")):
+            for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+                if cell.cell_type == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+                    visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+                    found += [(text, f"{path.name}:{index}") for text in check_messages(visible)]
+    return found
+
+
 def template(chapter: str, language: str = LANGUAGE) -> Catalog:
-    """The chapter's messages as solutions/ has them now, untranslated."""
+    """The chapter's messages as solutions/ has them now, untranslated (``seqlab``: what seqlab says)."""
+    if chapter == MESSAGES:
+        catalog = Catalog(locale=language, project="seqlab", fuzzy=False, version="",
+                          header_comment=f"# The {language} edition of what seqlab says: its own messages and the visible checks' "
+                                         f"messages of {', '.join(MESSAGE_CHAPTERS)}.\n"
+                                         "# Written by `python autograder/i18n.py extract seqlab`; `compile` makes seqlab's .mo.",
+                          last_translator="seqlab course", language_team=f"seqlab course ({language})")
+        for text, where in seqlab_messages():
+            existing = catalog.get(text)
+            if existing is None:
+                catalog.add(text, locations=[(where, 0)])
+            elif (where, 0) not in existing.locations:
+                existing.locations.append((where, 0))
+        return catalog
     catalog = Catalog(locale=language, project=f"seqlab {chapter}", fuzzy=False, version="",
                       header_comment=f"# The {language} edition of {chapter}: one entry per markdown cell of solutions/{chapter}/.\n"
                                      f"# Written by `python autograder/i18n.py extract {chapter}`; translate the msgstr, keep formulas,\n"
@@ -146,6 +213,7 @@ INLINE_MATH = re.compile(r"\$[^$\n]+\$")
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 HTML_TAG = re.compile(r"</?(?:details|summary)\b[^>]*>")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+PLACEHOLDER = re.compile(r"\{\w*\}")  # a message template's fields ("{what}: expected {expected}")
 
 
 def kept_parts(text: str) -> dict[str, Counter]:
@@ -159,6 +227,7 @@ def kept_parts(text: str) -> dict[str, Counter]:
         rest = pattern.sub(" ", rest)
     parts["link"] = Counter(LINK_TARGET.findall(rest))
     parts["tag"] = Counter(t.split()[0].rstrip(">") for t in HTML_TAG.findall(rest))
+    parts["placeholder"] = Counter(PLACEHOLDER.findall(rest))
     parts["number"] = Counter(n.replace(",", "") for n in NUMBER.findall(LINK_TARGET.sub("]", rest)))
     return parts
 
@@ -185,7 +254,9 @@ def problems(chapter: str, language: str = LANGUAGE, catalog: Catalog | None = N
     if catalog is None:
         return None
     found = []
-    for cell in markdown_cells(chapter):
+    texts = ([Cell(where.partition(":")[0], int(where.partition(":")[2] or 0), text, None) for text, where in seqlab_messages()]
+             if chapter == MESSAGES else markdown_cells(chapter))
+    for cell in texts:
         message = catalog.get(cell.text, context=cell.context)
         if message is None:
             found.append(f"{cell.where}: no entry (a new or changed cell: run `python autograder/i18n.py extract {chapter}`)")
@@ -245,6 +316,28 @@ def write_edition(released: dict[str, Path], out: Path, language: str = LANGUAGE
     return written, lines
 
 
+def mo_path(language: str = LANGUAGE) -> Path:
+    return SEQLAB / "locale" / language / "LC_MESSAGES" / f"{MESSAGES}.mo"
+
+
+def mo_bytes(language: str = LANGUAGE) -> bytes:
+    """seqlab's compiled catalog: the translated, not fuzzy entries of i18n/<language>/seqlab.po (gettext's .mo)."""
+    catalog = read_catalog(MESSAGES, language)
+    if catalog is None:
+        raise SystemExit(f"i18n: no {catalog_path(MESSAGES, language).relative_to(REPO)}; "
+                         f"`python autograder/i18n.py extract {MESSAGES}` starts it")
+    out = io.BytesIO()
+    write_mo(out, catalog, use_fuzzy=False)
+    return out.getvalue()
+
+
+def compile_messages(language: str = LANGUAGE) -> Path:
+    path = mo_path(language)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(mo_bytes(language))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -252,11 +345,15 @@ def main(argv: list[str] | None = None) -> int:
     extracting.add_argument("chapter", nargs="*", help="chapters (default: every chapter that has a catalog)")
     checking = commands.add_parser("check", help="list what keeps each chapter with a catalog out of the Chinese release")
     checking.add_argument("chapter", nargs="*", help="chapters (default: every chapter that has a catalog)")
+    commands.add_parser("compile", help=f"compile i18n/{LANGUAGE}/{MESSAGES}.po into seqlab's .mo (seqlab.i18n reads it)")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.chapter) - set(chapters()))
+    if args.command == "compile":
+        print(f"wrote {compile_messages().relative_to(REPO)}")
+        return 0
+    unknown = sorted(set(args.chapter) - set(chapters()) - {MESSAGES})
     if unknown:
-        parser.error(f"no chapter {', '.join(unknown)}; the chapters: {', '.join(chapters())}")
-    with_catalog = [c for c in chapters() if catalog_path(c).exists()]
+        parser.error(f"no chapter {', '.join(unknown)}; the chapters: {', '.join(chapters())} (and {MESSAGES}, its messages)")
+    with_catalog = [c for c in chapters() + [MESSAGES] if catalog_path(c).exists()]
     wanted = args.chapter or with_catalog
     if args.command == "extract":
         for chapter in wanted:
@@ -277,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{chapter}: complete, released in {LANGUAGE}")
     untranslated = [c for c in chapters() if c not in with_catalog]
+    if MESSAGES in wanted and catalog_path(MESSAGES).exists() and mo_path().exists() and mo_path().read_bytes() != mo_bytes():
+        print(f"{MESSAGES}: {mo_path().relative_to(REPO)} is older than the catalog: `python autograder/i18n.py compile`")
+        failed = True
     if not args.chapter and untranslated:
         print(f"no catalog yet: {', '.join(untranslated)}")
     return 1 if failed else 0

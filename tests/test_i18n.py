@@ -313,3 +313,77 @@ def test_the_grader_gives_a_chinese_submission_the_scores_of_the_same_code_in_en
     assert scores["zh-partly-wrong"] == scores["en-partly-wrong"], scores
     lost = {gid for gid, points in scores["en-partly-wrong"][2].items() if points < cells[gid]}
     assert lost == {gid for gid in cells if "vocab" in gid}, f"the planted mistake should cost build_vocab's points only: {lost}"
+
+
+# ---- what seqlab says: the check messages in the notebook's language ------------------------------------------
+
+sys.path.insert(0, str(REPO / "helpers"))
+from seqlab import check as seqlab_check  # noqa: E402
+from seqlab import i18n as seqlab_i18n  # noqa: E402
+
+
+def test_the_seqlab_catalog_has_every_message_translated_and_compiled():
+    problems = i18n.problems(i18n.MESSAGES)
+    assert problems == [], ("what seqlab says changed without its Chinese entry (`python autograder/i18n.py extract seqlab`, "
+                            "translate, then `compile`):\n" + "\n".join(problems))
+    assert i18n.mo_path().read_bytes() == i18n.mo_bytes(), "seqlab's .mo is older than i18n/zh/seqlab.po: run `compile`"
+    chapter_messages = {text for text, where in i18n.seqlab_messages() if where.startswith(f"{GRADED_CHAPTER}.ipynb:")}
+    assert len(chapter_messages) >= 80, "chapter 1's visible checks' messages are in the catalog"
+
+
+def test_a_changed_check_message_is_named_until_translated(monkeypatch):
+    original = i18n.seqlab_messages()
+    monkeypatch.setattr(i18n, "seqlab_messages", lambda: original + [("sort by count, lowest first", "x.ipynb:3")])
+    assert i18n.problems(i18n.MESSAGES) == [
+        "x.ipynb cell 3 «sort by count, lowest first»: no entry (a new or changed cell: run "
+        "`python autograder/i18n.py extract seqlab`)"]
+
+
+def passed_line(monkeypatch, capsys, **environment) -> str:
+    for name in ("SEQLAB_LANGUAGE", "JPY_SESSION_NAME", "LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    seqlab_check.passed("build_vocab: a toy corpus with min_count=2 and 1, the special tokens first, frequency order")
+    return capsys.readouterr().out
+
+
+ENGLISH_LINE = ("\u2713 build_vocab: a toy corpus with min_count=2 and 1, the special tokens first, frequency order "
+                "(visible checks passed; hidden tests run at grading)\n")
+CHINESE_LINE = "\u2713 build_vocab：一个玩具语料，min_count=2 和 1，特殊词元在前，按频率排序 (可见检查已通过；隐藏测试在评分时运行)\n"
+
+
+def test_messages_follow_the_edition_of_the_running_notebook_not_the_machines_locale(monkeypatch, capsys):
+    chinese = str(NOTEBOOKS / "zh" / GRADED_CHAPTER / f"{GRADED_CHAPTER}.ipynb")
+    english = str(NOTEBOOKS / GRADED_CHAPTER / f"{GRADED_CHAPTER}.ipynb")
+    assert passed_line(monkeypatch, capsys, JPY_SESSION_NAME=chinese) == CHINESE_LINE
+    assert passed_line(monkeypatch, capsys, JPY_SESSION_NAME=english) == ENGLISH_LINE
+    assert passed_line(monkeypatch, capsys, JPY_SESSION_NAME=english, LANG="zh_CN.UTF-8", LC_ALL="zh_CN.UTF-8",
+                       LANGUAGE="zh") == ENGLISH_LINE, "the machine's locale alone does not make a notebook Chinese"
+    assert passed_line(monkeypatch, capsys, SEQLAB_LANGUAGE="zh") == CHINESE_LINE, "SEQLAB_LANGUAGE (Colab) chooses"
+    assert passed_line(monkeypatch, capsys, SEQLAB_LANGUAGE="en", JPY_SESSION_NAME=chinese) == ENGLISH_LINE
+    assert passed_line(monkeypatch, capsys) == ENGLISH_LINE, "a script, or the grader's kernels, speak English"
+    assert passed_line(monkeypatch, capsys, JPY_SESSION_NAME=str(NOTEBOOKS / "no-such.ipynb")) == ENGLISH_LINE
+
+
+def failure(check, *args, **kwargs) -> str:
+    with pytest.raises(seqlab_check.CheckFailed) as caught:
+        check(*args, **kwargs)
+    return str(caught.value)
+
+
+def test_a_failed_check_reads_in_chinese_with_the_values_and_an_untranslated_name_kept(monkeypatch):
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    hint = "divide by c(h), how often the context occurred, not by how often the word occurred"
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "en")
+    assert failure(seqlab_check.expect_close, 0.3, 0.25, "P(b | a)", hint=hint) == f"P(b | a): expected 0.25, got 0.3\nHint: {hint}"
+    assert failure(seqlab_check.call_named, "my call", lambda x: x.append(1), [1]) == \
+        ("my call: the call changed its argument 1 in place (at (length): it was 1, now 2)\n"
+         "Hint: work on a copy (list(x), x.copy(), x + y instead of x += y); never modify the inputs")
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "zh")
+    assert failure(seqlab_check.expect_close, 0.3, 0.25, "P(b | a)", hint=hint) == \
+        "P(b | a)：应为 0.25，实际为 0.3\n提示： 除以 c(h)，即上下文出现的次数，而不是词出现的次数"
+    assert failure(seqlab_check.expect_close, None, 1.0, "a name with no entry") == \
+        "a name with no entry：得到的是 None\n提示： 函数是不是忘了 `return` 结果？"
+    assert failure(seqlab_check.expect_raises, ValueError, lambda: 1, what="count_ngrams(toy, 0)") == \
+        "count_ngrams(toy, 0)：应当抛出 ValueError，但没有抛出任何异常"

@@ -26,6 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .i18n import N_, _
+
 __all__ = ["CheckFailed", "expect", "expect_equal", "expect_close", "expect_raises", "expect_same", "first_difference", "call_named",
            "call_unchanged", "load_random_parameters", "passed", "PASSED_NOTE"]
 
@@ -41,26 +43,38 @@ class CheckFailed(AssertionError):
     def __init__(self, message: str, hint: str | None = None):
         self.message = message
         self.hint = hint
-        super().__init__(message if hint is None else f"{message}\nHint: {hint}")
+        super().__init__(message if hint is None else f"{message}\n{_('Hint:')} {hint}")
 
     def _render_traceback_(self) -> list[str]:
         # IPython calls this instead of printing a traceback.
-        lines = [f"\x1b[1;31mCheck failed:\x1b[0m {self.message}"]
+        lines = [f"\x1b[1;31m{_('Check failed:')}\x1b[0m {self.message}"]
         if self.hint:
-            lines.append(f"\x1b[1;34mHint:\x1b[0m {self.hint}")
+            lines.append(f"\x1b[1;34m{_('Hint:')}\x1b[0m {self.hint}")
         return lines
+
+
+def _said(template: str, **values: Any) -> str:
+    """A message from a template of this module, in the notebook's language (seqlab.i18n); ``what`` is translated too."""
+    if "what" in values:
+        values["what"] = _(values["what"])
+    return _(template).format(**values)
+
+
+def _hint(hint: str | None) -> str | None:
+    return _(hint) if hint else hint
 
 
 def expect(condition: Any, message: str, hint: str | None = None) -> None:
     """Fail with ``message`` (and ``hint``) unless ``condition`` is true."""
     if not condition:
-        raise CheckFailed(message, hint)
+        raise CheckFailed(_(message), _hint(hint))
 
 
 def expect_equal(actual: Any, expected: Any, what: str, hint: str | None = None) -> None:
     """Fail unless ``actual == expected``; the message shows both values."""
     if not _equal(actual, expected):
-        raise CheckFailed(f"{what}: expected {_short.repr(expected)}, got {_short.repr(actual)}", hint)
+        raise CheckFailed(_said("{what}: expected {expected}, got {actual}", what=what, expected=_short.repr(expected),
+                                actual=_short.repr(actual)), _hint(hint))
 
 
 def expect_close(
@@ -75,27 +89,28 @@ def expect_close(
     """Fail unless ``actual`` and ``expected`` are numbers or arrays of one shape that agree
     within ``atol + rtol * |expected|`` everywhere (infinities must match exactly)."""
     if actual is None:
-        raise CheckFailed(f"{what}: got None", hint or "did the function forget to `return` its result?")
+        raise CheckFailed(_said("{what}: got None", what=what), _hint(hint or "did the function forget to `return` its result?"))
     try:
         got = np.asarray(actual, dtype=float)
     except (TypeError, ValueError):
-        raise CheckFailed(f"{what}: expected a number or an array of numbers, got {_short.repr(actual)}", hint)
+        raise CheckFailed(_said("{what}: expected a number or an array of numbers, got {actual}", what=what,
+                                actual=_short.repr(actual)), _hint(hint))
     want = np.asarray(expected, dtype=float)
     if got.shape != want.shape:
-        raise CheckFailed(f"{what}: expected shape {want.shape}, got shape {got.shape}", hint)
+        raise CheckFailed(_said("{what}: expected shape {expected}, got shape {actual}", what=what, expected=want.shape,
+                                actual=got.shape), _hint(hint))
     if np.isnan(got).any() and not np.isnan(want).any():
-        raise CheckFailed(f"{what}: the result contains NaN", hint)
+        raise CheckFailed(_said("{what}: the result contains NaN", what=what), _hint(hint))
     close = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     if close.all():
         return
     if got.ndim == 0:
-        raise CheckFailed(f"{what}: expected {float(want):.10g}, got {float(got):.10g}", hint)
+        raise CheckFailed(_said("{what}: expected {expected}, got {actual}", what=what, expected=f"{float(want):.10g}",
+                                actual=f"{float(got):.10g}"), _hint(hint))
     where = tuple(int(i) for i in np.argwhere(~close)[0])
-    raise CheckFailed(
-        f"{what}: {int((~close).sum())} of {close.size} entries differ; "
-        f"at index {where} expected {want[where]:.10g}, got {got[where]:.10g}",
-        hint,
-    )
+    raise CheckFailed(_said("{what}: {wrong} of {size} entries differ; at index {where} expected {expected}, got {actual}",
+                            what=what, wrong=int((~close).sum()), size=close.size, where=where,
+                            expected=f"{want[where]:.10g}", actual=f"{got[where]:.10g}"), _hint(hint))
 
 
 def expect_raises(
@@ -112,8 +127,10 @@ def expect_raises(
     except error as caught:
         return caught
     except Exception as other:  # noqa: BLE001 - the wrong exception is the finding
-        raise CheckFailed(f"{what}: expected {_names(error)}, but it raised {type(other).__name__}: {other}", hint)
-    raise CheckFailed(f"{what}: expected {_names(error)}, but nothing was raised", hint)
+        raise CheckFailed(_said("{what}: expected {expected}, but it raised {error}: {text}", what=what,
+                                expected=_names(error), error=type(other).__name__, text=other), _hint(hint))
+    raise CheckFailed(_said("{what}: expected {expected}, but nothing was raised", what=what, expected=_names(error)),
+                      _hint(hint))
 
 
 def first_difference(actual: Any, expected: Any, where: str = "") -> tuple[str, Any, Any] | None:
@@ -160,8 +177,9 @@ def expect_same(actual: Any, expected: Any, what: str, hint: str | None = None) 
     found = first_difference(actual, expected)
     if found:
         where, got, want = found
-        raise CheckFailed(f"{what}: first difference at {where or 'the top level'}: expected {want!r:.80}, got {got!r:.80}",
-                          hint)
+        raise CheckFailed(_said("{what}: first difference at {where}: expected {expected}, got {actual}", what=what,
+                                where=where or _("the top level"), expected=f"{want!r:.80}", actual=f"{got!r:.80}"),
+                          _hint(hint))
 
 
 def call_unchanged(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -174,9 +192,11 @@ def call_unchanged(function: Callable[..., Any], *args: Any, **kwargs: Any) -> A
         if isinstance(new, np.random.Generator):  # drawing from a generator changes it, as it should
             continue
         found = first_difference(new, old)
-        expect(found is None, f"the call changed its {name} in place"
-               + (f" (at {found[0].strip() or 'the top level'}: it was {found[2]!r:.60}, now {found[1]!r:.60})" if found else ""),
-               hint="work on a copy (list(x), x.copy(), x + y instead of x += y); never modify the inputs")
+        if found is not None:
+            raise CheckFailed(_said("the call changed its {name} in place (at {where}: it was {before}, now {after})",
+                                    name=name, where=found[0].strip() or _("the top level"), before=f"{found[2]!r:.60}",
+                                    after=f"{found[1]!r:.60}"),
+                              _("work on a copy (list(x), x.copy(), x + y instead of x += y); never modify the inputs"))
     return result
 
 
@@ -189,9 +209,10 @@ def call_named(what: str, function: Callable[..., Any], *args: Any, hint: str | 
     try:
         return call_unchanged(function, *args, **kwargs) if unchanged else function(*args, **kwargs)
     except CheckFailed as failed:
-        raise CheckFailed(f"{what}: {failed.message}", failed.hint) from None
+        raise CheckFailed(f"{_(what)}: {failed.message}", failed.hint) from None
     except Exception as error:  # noqa: BLE001 - the student's code failed: say where, not a traceback
-        raise CheckFailed(f"{what}: raised {type(error).__name__}: {str(error)[:200]}", hint) from None
+        raise CheckFailed(_said("{what}: raised {error}: {text}", what=what, error=type(error).__name__,
+                                text=str(error)[:200]), _hint(hint)) from None
 
 
 def load_random_parameters(model: Any, seed: int, *, shapes: dict[str, tuple[int, ...]] | None = None,
@@ -221,7 +242,7 @@ def load_random_parameters(model: Any, seed: int, *, shapes: dict[str, tuple[int
     return chosen
 
 
-PASSED_NOTE = "visible checks passed; hidden tests run at grading"
+PASSED_NOTE = N_("visible checks passed; hidden tests run at grading")
 
 
 def passed(what: str) -> None:
@@ -230,7 +251,7 @@ def passed(what: str) -> None:
     The line says that these were the visible checks: the hidden tests, which run when the notebook
     is graded, may still find a mistake. Plain text on stdout, never stderr (nbgrader zeroes a cell
     that writes to stderr)."""
-    print(f"\u2713 {what} ({PASSED_NOTE})")
+    print(f"\u2713 {_(what)} ({_(PASSED_NOTE)})")
 
 
 def _names(error: type[BaseException] | tuple[type[BaseException], ...]) -> str:
