@@ -239,22 +239,27 @@ def test_an_incomplete_catalog_keeps_its_chapter_out_of_the_release_and_says_whi
     assert written == {} and "the translation changed a number: missing '3'; added '4'" in lines[0], lines
 
 
-def test_the_release_keeps_a_learners_edited_chinese_notebook(tmp_path, monkeypatch, capsys):
-    """The manifest's rule covers notebooks/zh/: a release notebook edited in place moves to work/ first."""
+def test_the_release_writes_the_chinese_notebook_and_keeps_a_learners_edited_copy(tmp_path, monkeypatch, capsys):
+    """release.py's Chinese edition goes through the manifest's rule: a release notebook edited in place moves to
+    work/ before the new one is written."""
     notebooks, work = tmp_path / "notebooks", tmp_path / "work"
     for name, value in (("REPO", tmp_path), ("NOTEBOOKS", notebooks), ("MANIFEST", notebooks / ".release-manifest.json"),
                         ("WORK", work)):
         monkeypatch.setattr(release, name, value)
-    fresh = tmp_path / "fresh"
-    relative = "zh/01-ngram-language-models/01-ngram-language-models.ipynb"
-    (fresh / relative).parent.mkdir(parents=True)
-    (fresh / relative).write_text("release 1")
-    release.write_release({relative: fresh / relative}, {})
-    (notebooks / relative).write_text("release 1, with my answer")  # the learner's edit
-    (fresh / relative).write_text("release 2")
-    release.write_release({relative: fresh / relative}, release.read_manifest())
-    assert (work / relative).read_text() == "release 1, with my answer"
-    assert (notebooks / relative).read_text() == "release 2"
+    english = f"{GRADED_CHAPTER}/{GRADED_CHAPTER}.ipynb"
+    released = {english: NOTEBOOKS / english}
+    chinese, lines = release.chinese_edition(released, tmp_path / "out")
+    relative = f"zh/{english}"
+    assert list(chinese) == [relative] and not any(GRADED_CHAPTER in line for line in lines)
+    release.write_release({**released, **chinese}, {})
+    assert (notebooks / relative).read_bytes() == (NOTEBOOKS / relative).read_bytes()
+    assert sorted(release.read_manifest()) == [english, relative]
+
+    edited = (notebooks / relative).read_text(encoding="utf-8").replace("raise NotImplementedError()", "return None  # 我的答案", 1)
+    (notebooks / relative).write_text(edited, encoding="utf-8")  # the learner's edit
+    release.write_release({**released, **chinese}, release.read_manifest())
+    assert (work / relative).read_text(encoding="utf-8") == edited, "the learner's edited Chinese notebook was lost"
+    assert (notebooks / relative).read_bytes() == (NOTEBOOKS / relative).read_bytes()
     assert f"your version is now work/{relative}" in capsys.readouterr().out
 
 
