@@ -8,9 +8,9 @@ The instructor starts it on the grading machine; students hold a token each (``i
 ``POST /submit/{chapter}`` their saved notebook (``python -m seqlab.submit`` or the notebook's Submit button). Each
 submission is stored, then graded by the very job grade.py runs (job.run_job in a process pool of sandboxes, the
 same two runners), and the student reads per exercise (a graded test cell): the visible checks' messages, and the
-hidden tests as passed / failed, with the failing check's message only where the term's visibility schedule
-allows (autograder/policy.py); never hidden test code or values, nor an error message the student's own code raised
-after hidden tests had called it.
+hidden tests as passed / failed, with which hidden check failed (its description, never its values) only where the
+term's visibility schedule allows (autograder/policy.py); never hidden test code or values, nor an error message
+the student's own code raised after hidden tests had called it.
 
 Hidden verdicts are rate-limited per student and exercise by a token bucket kept in the database (so a restart
 keeps it): the first attempts are free, then each further attempt waits longer (okpy's cooldown, growing), and an
@@ -158,6 +158,31 @@ def capped(text: str, limit: int = MESSAGE_CAP) -> str:
     return text if len(text) <= limit else text[:limit] + " [cut]"
 
 
+def hidden_check(error: dict) -> str:
+    """What a failed hidden check may say: which check failed, never its values. seqlab.check's messages read
+    "<what was checked>: expected <value>, got <value>" (or "<what> raised <Error>: <its message>", where the
+    message is the student's code's), so only the part before the first ': ' is kept; another error, its type only."""
+    name = str(error.get("ename", "Error"))[:100]
+    if name != "CheckFailed":
+        return name
+    what = str(error.get("evalue", "")).splitlines()[0] if error.get("evalue") else ""
+    return capped(f"{name}: {what.split(': ')[0]}") if what else name
+
+
+def pass_lines(source: str) -> list[str]:
+    """The lines seqlab.check.passed("...") prints in a test cell's visible part, from its source."""
+    import ast
+
+    visible = source.split("### BEGIN HIDDEN TESTS")[0]
+    try:
+        calls = [node for node in ast.walk(ast.parse(visible)) if isinstance(node, ast.Call)
+                 and getattr(node.func, "id", getattr(node.func, "attr", None)) == "passed" and node.args
+                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
+    except SyntaxError:
+        calls = []
+    return [capped(f"\u2713 {call.args[0].value}") for call in calls] or ["the visible checks passed"]
+
+
 def exercise_verdicts(nb, cells: dict) -> list[dict]:
     """Per graded test cell of the executed notebook: points, the visible checks' outcome and messages, the hidden
     tests' outcome and the failing hidden check's message (capped; None where the student's own code raised it, as
@@ -181,13 +206,15 @@ def exercise_verdicts(nb, cells: dict) -> list[dict]:
         hidden_message = None
         if cell.get("hidden_failure"):
             visible, messages, hidden = "passed", [], "failed"
-            if not cell.get("student_error"):
-                raised = [o for o in raw.get("outputs", []) if o.get("output_type") == "error"]
-                if raised:
-                    hidden_message = capped(f"{raised[-1].get('ename', 'Error')}: {raised[-1].get('evalue', '')}")
+            raised = [o for o in raw.get("outputs", []) if o.get("output_type") == "error"]
+            if raised and not cell.get("student_error"):
+                hidden_message = hidden_check(raised[-1])
         elif passed:
             visible, hidden = "passed", "passed" if has_hidden else None
-            messages = [capped(line) for line in printed.splitlines() if line.strip()][:5]
+            # what a cell with hidden tests printed may hold what the student's code printed while hidden tests
+            # called it (feedback pages show none of it): the course's own pass line is read from the source instead
+            messages = pass_lines(raw.source) if has_hidden else \
+                [capped(line) for line in printed.splitlines() if line.strip()][:5]
         else:
             visible, hidden = "failed", "not run" if has_hidden else None
             messages = [capped(f"{o.get('ename', 'Error')}: {o.get('evalue', '')}") for o in errors][:3]
