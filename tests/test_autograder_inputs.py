@@ -301,11 +301,14 @@ def test_each_malformed_input_is_collected_or_refused_with_its_reason(tmp_path):
             assert reason in rows[student]["problems"], (student, rows[student]["problems"])
             assert f"## {student} / {BATCH}" in report and reason in report
     assert any("encrypted" in note for note in notes)
-    # the mislabelled zip's other member is kept under a printable name, as a notebook of another name
-    assert sorted(p.name for p in (submitted / "mislabelled" / BATCH).iterdir()) == [NB, "\u00a0\u25a0-notes.ipynb"]
+    # the mislabelled zip's other member is kept under a printable name, as a notebook of another name (and the zip
+    # member's time as the submission time, issue 44)
+    assert sorted(p.name for p in (submitted / "mislabelled" / BATCH).iterdir()) == \
+        [NB, "timestamp.txt", "\u00a0\u25a0-notes.ipynb"]
     assert sorted(p.name for p in (submitted / "bytes_name" / BATCH).iterdir()) == [NB, "notes-\ufffd.ipynb"]
     # a zip of 251 notebooks keeps the chapter's and 20 of the others; five notebooks of 45 MiB are kept as they are
-    assert len(list((submitted / "many_notebooks" / BATCH).iterdir())) == 1 + grade.MAX_STRAY_NOTEBOOKS
+    assert len([p for p in (submitted / "many_notebooks" / BATCH).iterdir() if p.name != "timestamp.txt"]) == \
+        1 + grade.MAX_STRAY_NOTEBOOKS
     assert (submitted / "big_folder" / BATCH / "draft-0.ipynb").stat().st_size == STRAY_SIZE
 
 
