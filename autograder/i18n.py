@@ -232,9 +232,24 @@ def kept_parts(text: str) -> dict[str, Counter]:
     return parts
 
 
+def emphasis(text: str) -> Counter:
+    """The bold and italic spans a markdown cell renders (code and formulas left out): a translation keeps them. A
+    ``**`` between Chinese punctuation and a character (``**绝对折扣。**从``) is not a delimiter in CommonMark, so it
+    shows as two stars."""
+    import mistune  # nbconvert's markdown parser, installed with the course
+
+    for pattern in (FENCE, DISPLAY_MATH, INLINE_CODE, INLINE_MATH):
+        text = pattern.sub(" ", text)
+    html = mistune.create_markdown(plugins=["table"])(text)
+    return Counter(tag for tag in re.findall(r"<(strong|em)>", html))
+
+
 def differences(english: str, translated: str) -> list[str]:
     """What the translation changed that it must keep: one line per part, naming what is missing or added."""
     problems = []
+    if emphasis(english) != emphasis(translated):
+        problems.append(f"emphasis: the English renders {dict(emphasis(english))}, the translation {dict(emphasis(translated))} "
+                        "(a ** or * beside Chinese punctuation is not rendered: put the punctuation outside it or a space after it)")
     mine, theirs = kept_parts(english), kept_parts(translated)
     for name in mine:
         missing, added = mine[name] - theirs[name], theirs[name] - mine[name]
@@ -265,7 +280,7 @@ def problems(chapter: str, language: str = LANGUAGE, catalog: Catalog | None = N
         elif not message.string:
             found.append(f"{cell.where}: untranslated")
         else:
-            found += [f"{cell.where}: the translation changed a {what}" for what in differences(cell.text, message.string)]
+            found += [f"{cell.where}: the translation changed the {what}" for what in differences(cell.text, message.string)]
     return found
 
 
