@@ -49,15 +49,18 @@ GRADED = ["honest_solution", "partly_wrong", "hardcoded_additive", "monkeypatch_
 
 
 def hardcoded_additive():
-    """additive_scores returns the visible examples' values: the visible checks pass, a hidden one fails."""
+    """additive_scores returns the visible examples' values, elsewhere zeros of the right shape, dtype and graph: the
+    visible checks pass, a hidden check of values fails (its message holds the expected values, never shown)."""
     nb = load("solution", CHAPTER)[0]
     cell = next(c for c in nb.cells if c.cell_type == "code" and "def additive_scores(" in c.source
                 and c.metadata.get("nbgrader", {}).get("solution"))
     cell.source = ("import math\nimport torch\n\ndef additive_scores(query, keys, W_q, W_k, v):\n"
                    "    t = math.tanh\n"
-                   "    if query.shape[0] == 1:\n"
+                   "    if tuple(query.shape) == (1, 1):\n"
                    "        return torch.tensor([[t(2.0) - 2 * t(2.5), t(0.5) + 2 * t(0.5)]])\n"
-                   "    return torch.tensor([[t(2.0) + t(0.0), t(1.0) + t(1.0)], [t(2.0) + t(3.0), t(1.0) + t(3.0)]])\n")
+                   "    if tuple(query.shape) == (2, 2) and query.dtype == torch.float32:\n"
+                   "        return torch.tensor([[t(2.0) + t(0.0), t(1.0) + t(1.0)], [t(2.0) + t(3.0), t(1.0) + t(3.0)]])\n"
+                   "    return 0 * (query @ W_q.T).sum(-1, keepdim=True) + 0 * (keys @ W_k.T @ v)\n")
     return nb
 
 
@@ -333,8 +336,8 @@ def test_a_crash_loses_no_submission_and_no_spent_attempt(service):
     # server ran once kept uvicorn's SIGTERM handler and the port)
     room = [s for s, ids in service["ids"]["crowd"].items() if len(ids) < FREE][:4]
     before = sqlite3.connect(db_path).execute("select count(*) from submissions").fetchone()[0]
-    for student in room:
-        posted = httpx.post(f"{service['url']}/submit/{CHAPTER}", content=notebooks()["os_exit"],
+    for student in room:  # the solution takes seconds to grade: the stop finds jobs in the graders
+        posted = httpx.post(f"{service['url']}/submit/{CHAPTER}", content=notebooks()["honest_solution"],
                             headers=auth(service, student))
         assert posted.status_code == 202, posted.text
     stop(service["server"])
