@@ -101,21 +101,26 @@ def test_learner_mode_reaches_the_targets():
     assert min(ladder["one_head"]["train"]) > max(ladder["embeddings"]["train"]), ladder
     assert max(ladder["ffn_residual"]["train"]) < min(ladder["heads"]["train"] + ladder["one_head"]["train"]), ladder
     assert min(ladder["gpt"]["train"]) > max(ladder["ffn_residual"]["train"]), ladder
-    # The comparison, as the prose reads it: the LSTM wins, with more updates than the GPT; the GPT and the tanh RNN
-    # within a few hundredths (a tie); every model's dev loss levels off within the first sixteen positions.
+    # The comparison, as the prose reads it: the GPT wins, by under two percent, with fewer updates than the LSTM
+    # and the tanh RNN; in the 150 s run (SHORT_RECORD) the LSTM was ahead; by position, the GPT is behind at 0,
+    # ahead over 1-3, level over 4-15 and ahead from 16 on; every model's dev loss levels off after sixteen positions.
     ppl = g["test_token_perplexity"]
-    assert ppl["lstm"] < min(ppl["gpt"], ppl["rnn"], ppl["window"]), ppl
-    assert abs(ppl["gpt"] - ppl["rnn"]) < 0.1, ppl
-    from seqlab.gptlm import comparison_record
+    assert ppl["gpt"] < min(ppl["lstm"], ppl["rnn"], ppl["window"]), ppl
+    assert 0 < 1 - ppl["gpt"] / ppl["lstm"] < 0.02, ppl
+    from seqlab.gptlm import SHORT_RECORD, comparison_record
 
     rows = comparison_record()["comparison"]
     assert rows["lstm"]["steps"] > rows["gpt"]["steps"] and rows["rnn"]["steps"] > rows["gpt"]["steps"], rows
+    short = comparison_record(SHORT_RECORD)
+    assert short["seconds_each"] < comparison_record()["seconds_each"], short["seconds_each"]
+    assert short["comparison"]["lstm"]["test_token_perplexity"] < short["comparison"]["gpt"]["test_token_perplexity"]
 
     def range_means(key):
         loss = rows[key]["dev_loss_by_position"]
         return [sum(loss[a:b]) / (b - a) for a, b in [(0, 1), (1, 4), (4, 16), (16, 32), (32, len(loss))]]
 
-    assert all(lstm < gpt for lstm, gpt in zip(range_means("lstm"), range_means("gpt"))), (range_means("lstm"), range_means("gpt"))
+    lead = [lstm - gpt for lstm, gpt in zip(range_means("lstm"), range_means("gpt"))]
+    assert lead[0] < 0 < lead[1] and abs(lead[2]) < 0.005 and lead[3] > 0 and lead[4] > 0, lead
     for key in rows:
         means = range_means(key)
         assert abs(means[3] - means[4]) < 0.02 and means[2] - means[3] < 0.05, (key, means)
