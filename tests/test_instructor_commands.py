@@ -64,4 +64,6 @@ def test_make_formgrader_opens_formgrader_on_the_course(tmp_path):
             assert page.status == 200 and "formgrader" in page.read().decode().lower()
     finally:
         stop(server)
-    assert sorted(a["name"] for a in assignments) == sorted({r.split("/")[0] for r in MANIFEST}), assignments
+    # one assignment per chapter; the Chinese edition (zh/<chapter>/) is the same assignment, not another one
+    chapters = {r.split("/")[0] for r in MANIFEST if not r.startswith("zh/")}
+    assert sorted(a["name"] for a in assignments) == sorted(chapters), assignments
