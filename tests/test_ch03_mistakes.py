@@ -359,6 +359,22 @@ def sample_state_not_carried(model, rng, temperature=1.0, max_len=20):
     return _sample(model, rng, temperature, max_len, carry=False)
 
 
+def sample_torch_global_generator(model, rng, temperature=1.0, max_len=20):
+    """torch.multinomial draws from torch's global generator: right distribution, but the rng (and its seed) unused."""
+    if temperature <= 0:
+        raise ValueError("temperature must be positive")
+    chars, ids, h = [], torch.zeros(1, dtype=torch.long), None
+    with torch.no_grad():
+        while len(chars) < max_len:
+            logits, h = model.step(ids, h)
+            i = int(torch.multinomial(torch.softmax(logits[0] / temperature, dim=0), 1))
+            if i == 0:
+                break
+            chars.append(LM_ALPHABET[i])
+            ids = torch.tensor([i])
+    return "".join(chars)
+
+
 def sample_other_correct(model, rng, temperature=1.0, max_len=20):
     """Temperature as a power of the probabilities: p_i^(1/tau), renormalised, is softmax(z / tau)."""
     if not temperature > 0:
@@ -528,6 +544,7 @@ WRONG = [
     ("sample_name_tests", "sample_name", sample_multiplies_by_temperature),
     ("sample_name_tests", "sample_name", sample_input_not_fed_back),
     ("sample_name_tests", "sample_name", sample_state_not_carried),
+    ("sample_name_tests", "sample_name", sample_torch_global_generator),
     ("one_hot_batch_tests", "one_hot_batch", one_hot_T_is_max_len),
     ("one_hot_batch_tests", "one_hot_batch", one_hot_lower_cases),
     ("rnn_cell_forward_tests", "rnn_cell_forward", cell_batch_max),
