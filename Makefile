@@ -44,9 +44,11 @@ work: $(VENV)/.lab
 	$(BIN)/python -m seqlab.work notebooks$(if $(filter zh,$(EDITION)),/zh work/zh,) $(if $(filter zh,$(EDITION)),,work)
 
 # A student's Lab on work/: nbgrader's Validate button, none of its instructor panels or menus
-# (jupyter-config/student); `make workspace` opens the instructor's, with all of them.
+# (jupyter-config/student); `make workspace` opens the instructor's, with all of them. EDITION=zh puts
+# jupyter-config/student-zh in front: the same Lab with its interface in Chinese (the lab extra's language pack).
+STUDENT_CONFIG := $(if $(filter zh,$(EDITION)),$(CURDIR)/jupyter-config/student-zh:,)$(CURDIR)/jupyter-config/student
 lab: work
-	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),) \
+	JUPYTER_CONFIG_PATH=$(STUDENT_CONFIG)$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),) \
 	  $(BIN)/jupyter lab --notebook-dir=work --port=$(PORT) $(LAB_ARGS)
 
 test: $(VENV)/.test
