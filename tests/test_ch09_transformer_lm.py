@@ -2,6 +2,7 @@
 notebook's measured targets."""
 
 import math
+import sys
 
 import pytest
 import torch
@@ -124,3 +125,13 @@ def test_learner_mode_reaches_the_targets():
     for key in rows:
         means = range_means(key)
         assert abs(means[3] - means[4]) < 0.02 and means[2] - means[3] < 0.05, (key, means)
+
+
+@pytest.mark.parametrize("arguments, message", [([], "nothing to do"), (["--train", "--seconds", "0"], "must be positive"),
+                                                (["--train", "--device", "tpu"], "use 'cpu', 'cuda' or 'cuda:N'"),
+                                                (["--train", "--only", "transformer"], "invalid choice")])
+def test_the_gpt_script_refuses_bad_arguments_clearly(arguments, message):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "seqlab.gptlm", *arguments], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -277,7 +277,7 @@ def test_the_ssm_record_is_the_scripts_and_matches_the_gpt_records():
 
 
 @pytest.mark.parametrize("arguments, message", [([], "nothing to do"), (["--train", "--seconds", "0"], "must be positive"),
-                                                (["--train", "--device", "tpu"], "cpu or cuda")])
+                                                (["--train", "--device", "tpu"], "use 'cpu', 'cuda' or 'cuda:N'")])
 def test_the_ssm_script_refuses_bad_arguments_clearly(arguments, message):
     import subprocess
 

@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlab.hardware import add_device_argument
+
 HERE = Path(__file__).resolve().parent
 RECORD = HERE / "results" / "ch09_gpt.json"
 SHORT_RECORD = HERE / "results" / "ch09_gpt_150s.json"  # the same comparison at 150 s a model (the earlier record)
@@ -287,9 +289,10 @@ def _train_compared(key, V, streams, words, args) -> dict:
     label, make = MODELS[key]
     torch.manual_seed(0)
     model = make(V).to(args.device)
-    print(f"{label}: {sum(p.numel() for p in model.parameters()):,d} parameters", flush=True)
+    parameters = sum(p.numel() for p in model.parameters())
+    print(f"{label}: {parameters:,d} parameters", flush=True)
     figures = train_for(model, streams["train"], args.seconds, context=GPT_CONFIG["context"], **TRAIN_SETTINGS)
-    row = {"label": label, "parameters": sum(p.numel() for p in model.parameters()), **figures}
+    row = {"label": label, "parameters": parameters, **figures}
     for split in ("dev", "test"):
         nll, n = stream_nll(model, streams[split], GPT_CONFIG["context"])
         row[f"{split}_token_perplexity"] = round(math.exp(nll / n), 3)
@@ -332,7 +335,7 @@ def run_comparison(args) -> int:
     settings = {"command": "python -m seqlab.gptlm --train" + (f" --seconds {args.seconds:g}" if args.seconds != 1200 else "")
                 + (f" --ladder-seconds {args.ladder_seconds:g}" if args.ladder_seconds != 15 else "")
                 + (f" --record {args.record}" if args.record != RECORD else ""),
-                "torch": torch.__version__, "device": args.device, "threads": 1, "vocab_size": V,
+                "torch": torch.__version__, "device": str(args.device), "threads": 1, "vocab_size": V,
                 "context": GPT_CONFIG["context"], **TRAIN_SETTINGS,
                 "tokens": {s: len(t) - 1 for s, t in streams.items()}, "words": words, "config": GPT_CONFIG,
                 "seconds_each": args.seconds, "ladder_seconds_each": args.ladder_seconds, "eval_windows_ladder": args.ladder_eval}
@@ -382,8 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ladder-eval", type=int, default=400, help="windows scored for the ladder's train/dev perplexity")
     parser.add_argument("--only", nargs="*", choices=PARTS, help="train only these parts (gpt lstm rnn window ladder) and "
                         "merge them into the record: run one process per part to share the work")
-    parser.add_argument("--device", default="cpu", help="cpu (default; the record's times are processor time on one "
-                        "thread) or cuda (times are then wall time of the GPU run, not comparable with the CPU record)")
+    add_device_argument(parser, default="cpu", help="cpu (default; the record's times are processor time on one thread), "
+                        "cuda or cuda:N (times are then wall time of the GPU run, not comparable with the CPU record)")
     args = parser.parse_args(argv)
     if not args.train:
         parser.error("nothing to do: pass --train")

@@ -73,12 +73,14 @@ def _device_type(value: str) -> torch.device:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def add_device_argument(parser: argparse.ArgumentParser) -> None:
+def add_device_argument(parser: argparse.ArgumentParser, default: str | None = None, help: str | None = None) -> None:
     """Add ``--device`` to a training script's parser: its value is a resolved ``torch.device``; a device
-    this machine lacks ends the script with argparse's usage error (exit 2), not a traceback."""
-    parser.add_argument("--device", type=_device_type, default=None, metavar="DEVICE",
-                        help="cpu, cuda or cuda:N (default: the GPU when torch sees one, else the CPU; "
-                             f"${ENVIRONMENT} overrides the default). --threads applies to CPU runs")
+    this machine lacks ends the script with argparse's usage error (exit 2), not a traceback.
+
+    ``default="cpu"`` for a script whose committed record is processor time on the CPU (gptlm, ssmlm)."""
+    parser.add_argument("--device", type=_device_type, default=default, metavar="DEVICE",
+                        help=help or "cpu, cuda or cuda:N (default: the GPU when torch sees one, else the CPU; "
+                                     f"${ENVIRONMENT} overrides the default). --threads applies to CPU runs")
 
 
 def cpu_name() -> str:

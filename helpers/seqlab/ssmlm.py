@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlab.hardware import add_device_argument
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "ch10_ssm.json"
 # N, the state per channel: Mamba's default is 16; on one CPU thread a training step of this model took 0.19 s
@@ -173,7 +175,7 @@ def run(args) -> dict:
     seconds = args.seconds if args.seconds is not None else gpt_record["seconds_each"]
     d_model, layers = config["d_model"], config["layers"]
     inner = matched_inner(V, gpt["parameters"], d_model, layers)
-    device = torch.device(args.device)
+    device = args.device
     torch.manual_seed(0)
     model = SSMLM(V, d_model, layers, inner, args.scan).to(device)
     size = parameters(model)
@@ -189,8 +191,8 @@ def run(args) -> dict:
     streams = {split: ids.cpu() for split, ids in streams.items()}
     record = {"command": "python -m seqlab.ssmlm --train" + (f" --scan {args.scan}" if args.scan != "loop" else "")
               + (f" --seconds {args.seconds:g}" if args.seconds is not None else "")
-              + (f" --device {args.device}" if args.device != "cpu" else ""),
-              "torch": torch.__version__, "threads": torch.get_num_threads(), "device": args.device, "scan": args.scan,
+              + (f" --device {device}" if device.type != "cpu" else ""),
+              "torch": torch.__version__, "threads": torch.get_num_threads(), "device": str(device), "scan": args.scan,
               "label": f"selective SSM, {layers} Mamba-like blocks x {d_model} (ch. 10)",
               "config": model.config, "vocab_size": V, "context": context, "batch_size": gpt_record["batch_size"],
               "lr": gpt_record["lr"], "parameters": size, "gpt_parameters": gpt["parameters"],
@@ -215,15 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scan", choices=sorted(SCANS), default="loop", help="how the recurrence runs (default: loop)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="processor seconds of training (default: the GPT record's seconds_each)")
-    parser.add_argument("--device", default="cpu", help="cpu (default, the committed run) or cuda")
+    add_device_argument(parser, default="cpu", help="cpu (default, the committed run), cuda or cuda:N")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"where to write the record (default {RESULTS})")
     args = parser.parse_args(argv)
     if args.seconds is not None and args.seconds <= 0:
         parser.error("--seconds must be positive")
-    if args.device not in ("cpu", "cuda"):
-        parser.error(f"--device must be cpu or cuda, got {args.device!r}")
-    if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: torch sees no CUDA GPU here")
     if args.benchmark:
         from seqlab.gptlm import comparison_record
 
