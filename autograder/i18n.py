@@ -40,7 +40,7 @@ CATALOGS = REPO / "i18n"
 SEQLAB = REPO / "helpers" / "seqlab"
 MESSAGES = "seqlab"  # the catalog of what seqlab says: its own messages and the visible checks' messages
 # The chapters whose visible checks' messages are in the seqlab catalog (the others' stay English for now).
-MESSAGE_CHAPTERS = ["01-ngram-language-models", "02-hidden-markov-models", "03-recurrent-neural-networks", "04-vanishing-gradients-gru-lstm", "05-word-embeddings", "06-seq2seq-beam-search-bleu", "07-attention", "08-transformers", "09-transformer-language-models"]
+MESSAGE_CHAPTERS = ["01-ngram-language-models", "02-hidden-markov-models", "03-recurrent-neural-networks", "04-vanishing-gradients-gru-lstm", "05-word-embeddings", "06-seq2seq-beam-search-bleu", "07-attention", "08-transformers", "09-transformer-language-models", "10-beyond-the-2017-transformer"]
 LANGUAGE = "zh"
 EDITION_KEY = "language"  # the notebook metadata key that tells seqlab (and a reader) the edition: "zh"
 
