@@ -339,8 +339,10 @@ def test_the_seqlab_catalog_has_every_message_translated_and_compiled():
     assert problems == [], ("what seqlab says changed without its Chinese entry (`python autograder/i18n.py extract seqlab`, "
                             "translate, then `compile`):\n" + "\n".join(problems))
     assert i18n.mo_path().read_bytes() == i18n.mo_bytes(), "seqlab's .mo is older than i18n/zh/seqlab.po: run `compile`"
-    chapter_messages = {text for text, where in i18n.seqlab_messages() if where.startswith(f"{GRADED_CHAPTER}.ipynb:")}
-    assert len(chapter_messages) >= 80, "chapter 1's visible checks' messages are in the catalog"
+    assert i18n.MESSAGE_CHAPTERS == CHAPTERS, "every chapter's visible checks speak the notebook's language"
+    for chapter in CHAPTERS:
+        messages = {text for text, where in i18n.seqlab_messages() if where.startswith(f"{chapter}.ipynb:")}
+        assert len(messages) >= 60, f"{chapter}'s visible checks' messages are in the catalog ({len(messages)})"
 
 
 def test_a_changed_check_message_is_named_until_translated(monkeypatch):
@@ -382,6 +384,28 @@ def failure(check, *args, **kwargs) -> str:
     with pytest.raises(seqlab_check.CheckFailed) as caught:
         check(*args, **kwargs)
     return str(caught.value)
+
+
+def test_a_planted_mistake_of_a_later_chapter_reads_in_chinese_in_the_zh_edition(monkeypatch):
+    """Chapter 7's masked softmax that zeroes the padding after the softmax instead of filling it before (its
+    mistakes file plants it), run by the visible checks of the chapter's graded notebook: the kernel of the Chinese
+    notebook says every part in Chinese, the numbers as they are; the English notebook's says it in English."""
+    from test_ch07_mistakes import CELLS, softmax_then_zero_without_renormalising
+
+    def failure_in(edition_path) -> str:
+        monkeypatch.setenv("JPY_SESSION_NAME", str(edition_path))
+        with pytest.raises(seqlab_check.CheckFailed) as caught:
+            CELLS.run_visible("attention_context_tests", masked_softmax=softmax_then_zero_without_renormalising)
+        return str(caught.value)
+
+    monkeypatch.delenv("SEQLAB_LANGUAGE", raising=False)
+    chapter = "07-attention"
+    assert failure_in(NOTEBOOKS / "zh" / chapter / f"{chapter}.ipynb") == (
+        "每一行的权重在其真实位置上的和应当为 1：应为 1，实际为 0.06962952763\n"
+        "提示： 在 softmax 之前填充被掩掉的分数；只在之后乘以掩码会让和小于 1")
+    assert failure_in(NOTEBOOKS / chapter / f"{chapter}.ipynb") == (
+        "the weights of a row should sum to 1 over its real positions: expected 1, got 0.06962952763\n"
+        "Hint: fill the masked scores BEFORE the softmax; multiplying by the mask afterwards alone leaves a sum below 1")
 
 
 def test_a_failed_check_reads_in_chinese_with_the_values_and_an_untranslated_name_kept(monkeypatch):
