@@ -129,7 +129,7 @@ def test_beam_tree_figure_and_widget_build():
     figure = beamtree.draw_beam_tree(tree, [str(i) for i in range(7)], title="t")
     assert figure.axes
     box = beamtree.beam_tree_explorer({"x": lambda: (model.step, model.start())}, [str(i) for i in range(7)], max_len=6)
-    assert len(box.children) == 2
+    assert len(box.children) == 3  # the controls, the figure, the figure as text (issue 47)
     with pytest.raises(ValueError):
         beamtree.beam_tree(model.step, model.start(), 0)
 

@@ -23,6 +23,21 @@ One module a purpose; notebooks import from here, never the other way round:
 - ``seqlab.projector`` -- the embedding projector: neighbours and analogy arrows in 2-D (chapter 5)
 - ``seqlab.attention`` -- chapter 7's attention seq2seq, its checkpoints, alignment heatmaps and explorer
 - ``seqlab.transformer`` -- chapter 8's reference Transformer, its checkpoints, the attention and positional-encoding explorers
+- ``seqlab.a11y``     -- alt text and text equivalents of every figure and widget, a colour-blind-safe palette (issue 47)
 """
 
 __version__ = "0.1.0"
+
+
+def _accessible_figures() -> None:
+    # In a notebook's kernel, every figure it displays carries alt text and its numbers as text (seqlab.a11y);
+    # anywhere else (scripts, tests, the grader's kernels before IPython) nothing happens.
+    import sys
+
+    if "IPython" in sys.modules:
+        from seqlab import a11y
+
+        a11y.install()
+
+
+_accessible_figures()

@@ -16,8 +16,14 @@ import torch
 
 from seqlab.seq2seq import BOS, EOS, select_state
 
-__all__ = ["Node", "BeamTree", "beam_tree", "column_rows", "finished_lines", "box_text", "draw_beam_tree", "reference_note",
-           "showcase_source", "beam_tree_explorer"]
+__all__ = ["Node", "BeamTree", "beam_tree", "column_rows", "finished_lines", "box_text", "tree_table", "draw_beam_tree",
+           "reference_note", "showcase_source", "beam_tree_explorer"]
+
+# Okabe-Ito (seqlab.a11y.PALETTE): blue, bluish green and vermillion stay apart for colour-blind readers, and the
+# chosen path is bold and thick as well; WRONG_TEXT is a darker vermillion, 5.5:1 against white, for a title.
+STATUS_COLOURS = {"kept": "#0072B2", "finished": "#009E73", "pruned": "0.7", "root": "black"}
+PATH_COLOUR = "#D55E00"
+WRONG_TEXT = "#B34700"
 
 
 @dataclass
@@ -138,9 +144,38 @@ def box_text(node: Node, labels: Sequence[str], eos: int = EOS) -> str:
     return log_p if node.token == eos else f"{labels[node.token]} {log_p}"
 
 
+def tree_table(tree: BeamTree, labels: Sequence[str], eos: int = EOS):
+    """Every node of the tree as a row of a table, step by step, in the order the figure draws each column: the
+    prefix, its log P and normalised score, what beam search did with it, and whether the chosen output passes
+    through it. The text equivalent of :func:`draw_beam_tree` (seqlab.a11y), from the same nodes."""
+    from seqlab.a11y import TextTable, number
+    from seqlab.i18n import _
+
+    on_path = _path(tree)
+    rows = column_rows(tree)
+    status = {"kept": _("kept"), "finished": _("finished"), "pruned": _("pruned"), "root": _("start")}
+    table = []
+    for n in sorted(tree.nodes, key=lambda n: (n.step, rows[n.id])):
+        prefix = "".join(labels[t] for t in n.tokens if t != eos) or "<s>"
+        table.append([n.step, prefix + (" </s>" if n.token == eos else ""), number(n.log_prob), number(n.score),
+                      status[n.status], _("yes") if n.id in on_path else ""])
+    return TextTable(_("Every hypothesis of the beam search, step by step"),
+                     [_("step"), _("prefix"), "log P", _("score"), _("what happened"), _("on the chosen output")], table)
+
+
+def _path(tree: BeamTree) -> set[int]:
+    """The ids of the nodes from the root to the chosen output."""
+    on_path: set[int] = set()
+    node = tree.best
+    while node is not None:
+        on_path.add(node)
+        node = tree.nodes[node].parent
+    return on_path
+
+
 def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = "", fontsize: float = 8.0, eos: int = EOS):
     """The search left to right, one column a step: kept (blue), finished (green: ``</s>``), pruned (grey),
-    the chosen output's path in bold red; below, the finished hypotheses ranked by their normalised score.
+    the chosen output's path in bold vermillion (Okabe-Ito colours, :data:`STATUS_COLOURS`); below, the finished hypotheses ranked by their normalised score.
     ``labels[i]`` names token ``i``.
 
     Sized to be read in a notebook: labels of ``fontsize`` points (8 pt at 100 dpi: 11 px high), the
@@ -153,11 +188,7 @@ def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = "", fonts
 
     steps = max(n.step for n in tree.nodes)
     rows = column_rows(tree)
-    on_path: set[int] = set()
-    node = tree.best
-    while node is not None:
-        on_path.add(node)
-        node = tree.nodes[node].parent
+    on_path = _path(tree)
     texts = {n.id: box_text(n, labels, eos) for n in tree.nodes}
     ranking = finished_lines(tree, labels)
     caption = ["each box: a token and the log P of the prefix it ends; no token: </s> (green: finished)",
@@ -176,13 +207,13 @@ def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = "", fonts
     # Fixed margins (in inches, turned into fractions): the caption below, the title above.
     bottom = ((len(caption) + 1) * 1.45 * fontsize / 72 + 0.15) / height
     ax = figure.add_axes((0.01, bottom, 0.98, 1 - bottom - 0.45 / height))
-    colours = {"kept": "tab:blue", "finished": "tab:green", "pruned": "0.7", "root": "black"}
+    colours = STATUS_COLOURS
     for n in tree.nodes:
         x, y = centres[n.step], -rows[n.id]
         if n.parent is not None:
             p = tree.nodes[n.parent]
             bold = n.id in on_path
-            ax.plot([centres[p.step], x], [-rows[p.id], y], color="tab:red" if bold else colours[n.status],
+            ax.plot([centres[p.step], x], [-rows[p.id], y], color=PATH_COLOUR if bold else colours[n.status],
                     lw=2.4 if bold else 0.9, zorder=1)
         ax.text(x, y, texts[n.id], fontsize=fontsize, va="center", ha="center", zorder=2,
                 color="0.45" if n.status == "pruned" else "black", weight="bold" if n.id in on_path else "normal",
@@ -193,6 +224,13 @@ def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = "", fonts
     ax.set_title(title, fontsize=fontsize + 1)
     figure.text(0.01, bottom - 0.1 / height, "\n".join(caption), fontsize=fontsize, va="top", ha="left",
                 family="monospace", linespacing=1.3)
+    from seqlab.a11y import attach
+
+    chosen = "".join(labels[t] for t in tree.nodes[tree.best].tokens if t != eos) if tree.best is not None else None
+    attach(figure, (f"{title.splitlines()[0]}. " if title else "")
+           + f"A beam-search tree of {len(tree.nodes)} hypotheses over {steps} steps; "
+           + (f"the chosen output is {chosen!r}." if chosen is not None else "no hypothesis finished."),
+           sentences=caption[1:], tables=[tree_table(tree, labels, eos)])
     return figure
 
 
@@ -251,7 +289,7 @@ def beam_tree_explorer(starts: Mapping[str, Callable[[], tuple[Callable, Any]]],
         figure = draw_beam_tree(tree, labels, title=f"{source!r} -> {out!r}{note}\n(beam width {beam_width}, "
                                                      f"alpha {alpha:.2f})")
         if "WRONG" in note:
-            figure.axes[0].title.set_color("tab:red")
+            figure.axes[0].title.set_color(WRONG_TEXT)
         return figure
 
     controls = {

@@ -244,13 +244,22 @@ def place_labels(ax, labels: Sequence[tuple[int, str, dict]], xy: np.ndarray) ->
                     **style)
 
 
+# (drawn colour, text colour) from the Okabe-Ito palette (seqlab.a11y.PALETTE): apart for colour-blind readers; each
+# label in a darker shade of its colour, at least 4.5:1 against white.
+FOCUS = ("#D55E00", "#B34700")  # vermillion
+NEIGHBOUR = ("#E69F00", "#8F5B00")  # orange
+ARROWS = (("#0072B2", "#0072B2"), ("#009E73", "#00785A"))  # blue, bluish green
+
+
 def draw_projector(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray, word: str = "", k: int = 5,
                    analogy: str = "", title: str = ""):
-    """The projector's figure: every word a grey point; the focus word red with its neighbours orange,
-    the analogy's words with arrows in blue and green. Only these are named, each label where it
-    overlaps no other (the rest would cover each other); the caption wraps below the picture."""
+    """The projector's figure: every word a grey point; the focus word vermillion with its neighbours orange,
+    the analogy's words with arrows in blue and bluish green (:data:`FOCUS`, :data:`NEIGHBOUR`, :data:`ARROWS`).
+    Only these are named, each label where it overlaps no other (the rest would cover each other); the caption
+    wraps below the picture. Its text equivalent (seqlab.a11y) lists the neighbours and the arrows."""
     import matplotlib.pyplot as plt
 
+    from seqlab.a11y import attach
     from seqlab.widgets import FIGURE_WIDTH, wrap_caption
 
     view = projector_view(words, vectors, coords, word, k, analogy)
@@ -269,18 +278,42 @@ def draw_projector(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray
     ax.set_xlabel(caption, fontsize=9)
     labels: list[tuple[int, str, dict]] = []
     if view.focus is not None:
-        ax.scatter(*xy[view.focus], s=70, color="tab:red", zorder=4)
-        ax.scatter(xy[view.neighbours, 0], xy[view.neighbours, 1], s=40, color="tab:orange", zorder=3)
-        labels.append((view.focus, words[view.focus], dict(fontsize=12, weight="bold", color="tab:red")))
-    for (start, end), color in zip(view.arrows, ("tab:blue", "tab:green")):
+        ax.scatter(*xy[view.focus], s=70, color=FOCUS[0], zorder=4)
+        ax.scatter(xy[view.neighbours, 0], xy[view.neighbours, 1], s=40, color=NEIGHBOUR[0], zorder=3)
+        labels.append((view.focus, words[view.focus], dict(fontsize=12, weight="bold", color=FOCUS[1])))
+    for (start, end), (color, text_color) in zip(view.arrows, ARROWS):
         ax.annotate("", xy=xy[end], xytext=xy[start], zorder=5, arrowprops=dict(arrowstyle="->", color=color, lw=2))
-        labels += [(i, words[i], dict(fontsize=11, weight="bold", color=color)) for i in (start, end)]
-    labels += [(i, words[i], dict(fontsize=10, color="tab:orange")) for i in view.neighbours]
+        labels += [(i, words[i], dict(fontsize=11, weight="bold", color=text_color)) for i in (start, end)]
+    labels += [(i, words[i], dict(fontsize=10, color=NEIGHBOUR[1])) for i in view.neighbours]
     once = {}
     for index, text, style in labels:  # a word both neighbour and analogy word: its first (stronger) style
         once.setdefault(index, (index, text, style))
     place_labels(ax, list(once.values()), xy)
+    attach(figure, f"{title + ': ' if title else ''}{len(words)} words as points in 2-D"
+           + (f", {words[view.focus]!r} and its {len(view.neighbours)} nearest neighbours marked" if view.focus is not None else "")
+           + (f", the analogy's arrows drawn (answer {view.answer!r})" if view.arrows else "") + ".",
+           sentences=[view.message] if view.message else [], tables=projector_tables(words, vectors, view))
     return figure
+
+
+def projector_tables(words: Sequence[str], vectors: np.ndarray, view: ProjectorView) -> list:
+    """The projector's numbers as tables: the focus word's neighbours with their cosine similarity (in the full
+    vectors, as the figure ranks them), and the analogy's arrows with where each end lies in the 2-D layout."""
+    from seqlab.a11y import TextTable, number
+    from seqlab.i18n import _
+
+    tables = []
+    if view.focus is not None:
+        found = nearest(words[view.focus], words, vectors, len(view.neighbours))
+        tables.append(TextTable(_("Nearest neighbours of {word!r}").format(word=words[view.focus]),
+                                [_("rank"), _("word"), _("cosine similarity")],
+                                [[rank + 1, w, number(c)] for rank, (w, c) in enumerate(found)]))
+    if view.arrows:
+        tables.append(TextTable(_("The analogy's arrows in the 2-D layout"), [_("arrow"), _("from"), _("to")],
+                                [[i + 1, f"{words[a]} ({number(view.coords[a, 0])}, {number(view.coords[a, 1])})",
+                                  f"{words[b]} ({number(view.coords[b, 0])}, {number(view.coords[b, 1])})"]
+                                 for i, (a, b) in enumerate(view.arrows)]))
+    return tables
 
 
 def embedding_projector(words: Sequence[str], vectors: np.ndarray, layouts: dict[str, np.ndarray], *,

@@ -16,9 +16,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from seqlab.widgets import FIGURE_WIDTH, control_row, show_error, show_figure
+from seqlab.a11y import attach
+from seqlab.widgets import FIGURE_WIDTH, control_row, show_error, show_figure, show_text, text_view
 
-__all__ = ["TrellisFrame", "trellis_frame", "draw_trellis", "trellis_explorer"]
+__all__ = ["TrellisFrame", "trellis_frame", "draw_trellis", "trellis_text", "trellis_explorer"]
 
 Decoder = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 
@@ -78,7 +79,7 @@ def draw_trellis(
                                        0.36 * N + (2.6 if upright else 1.9)))
     for s, i, j in frame.edges:
         ax.plot([s - 1, s], [i, j], color="0.75", linewidth=0.8, zorder=1)
-    ax.plot(np.arange(frame.t + 1), frame.best_path, color="tab:red", linewidth=2.5, zorder=2)
+    ax.plot(np.arange(frame.t + 1), frame.best_path, color="#D55E00", linewidth=2.5, zorder=2)  # Okabe-Ito vermillion
     shown = np.clip(frame.scores[: frame.t + 1], floor, 0.0)
     xs, ys = np.meshgrid(np.arange(frame.t + 1), np.arange(N), indexing="ij")
     dots = ax.scatter(xs.ravel(), ys.ravel(), c=shown.ravel(), cmap="viridis", vmin=floor, vmax=0.0,
@@ -97,7 +98,30 @@ def draw_trellis(
     ax.set_title(title or f"Viterbi after step t = {frame.t}: best state '{states[frame.best_state]}'; "
                  "red = best path so far, grey = back-pointers", fontsize=10)
     figure.tight_layout()
-    return figure
+    return attach(figure, *trellis_text(frame, states, words))
+
+
+def trellis_text(frame: TrellisFrame, states: Sequence[str], words: Sequence[str]) -> tuple[str, list[str], list]:
+    """The trellis of ``frame`` as text (seqlab.a11y): a sentence, the best path so far, and a table of every
+    state's score relative to the best at each step so far (0 = best), with the state it came from."""
+    from seqlab.a11y import TextTable, number
+    from seqlab.i18n import _
+
+    path = " ".join(f"{words[s]}/{states[j]}" for s, j in enumerate(frame.best_path))
+    alt = _("Viterbi trellis after step t = {t} of {count} words; the best path so far: {path}.").format(
+        t=frame.t, count=len(words), path=path)
+    came_from = {(s, j): i for s, i, j in frame.edges}
+    rows = []
+    for j, state in enumerate(states):
+        cells = []
+        for s in range(frame.t + 1):
+            score = number(float(frame.scores[s, j]))
+            cells.append(score if s == 0 else f"{score} ({_('from')} {states[came_from[(s, j)]]})")
+        rows.append([state] + cells)
+    table = TextTable(_("Score of each hidden state relative to the best at each step (log; 0 = best), and the state "
+                        "its best path came from"), [_("hidden state")] + [f"{s} {words[s]}" for s in range(frame.t + 1)],
+                      rows)
+    return alt, [_("The best path so far: {path}.").format(path=path)], [table]
 
 
 def trellis_explorer(
@@ -116,6 +140,7 @@ def trellis_explorer(
                         layout=widgets.Layout(width="420px"))  # beside the slider in an 850 px column
     step = widgets.IntSlider(value=0, min=0, max=0, description="step t", continuous_update=False)
     output = widgets.Output()
+    table = text_view()
     cache: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
 
     def decoded(sentence: str) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -132,8 +157,10 @@ def trellis_explorer(
             figure = draw_trellis(trellis_frame(delta, back, min(step.value, len(words) - 1)), states, words)
         except Exception:  # noqa: BLE001 - shown in the widget, where the learner looks
             show_error(output)
+            show_text(table, None)
             return
         show_figure(output, figure)  # not `with output: display(...)`: see seqlab.widgets.show_figure
+        show_text(table, figure)
         plt.close(figure)
 
     def new_sentence(_change=None) -> None:
@@ -148,4 +175,4 @@ def trellis_explorer(
     text.observe(new_sentence, names="value")
     step.observe(redraw, names="value")
     new_sentence()
-    return widgets.VBox([control_row([text, step]), output])
+    return widgets.VBox([control_row([text, step]), output, table])

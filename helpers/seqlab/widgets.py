@@ -17,7 +17,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-__all__ = ["NOTEBOOK_COLUMN_PX", "FIGURE_WIDTH", "SLIDER_WIDTH", "show_figure", "show_error", "figure_widget",
+__all__ = ["NOTEBOOK_COLUMN_PX", "FIGURE_WIDTH", "SLIDER_WIDTH", "show_figure", "show_error", "text_view", "show_text",
+           "figure_widget",
            "control_row", "wrap_caption", "top_next_words", "context_from_text", "next_word_explorer"]
 
 ProbFn = Callable[[str, tuple], float]
@@ -42,15 +43,36 @@ def show_figure(output: widgets.Output, figure: Figure) -> None:
     the whole cell timeout after the widget's cell (for ever without a timeout; issue 14).
     Setting the state goes out on IOPub like any other widget update, and a live front end
     redraws the figure in place, as before.
+
+    The PNG goes out as an ``<img>`` with alt text as well (seqlab.a11y): the widget's own table,
+    beneath, carries the numbers, so the image here has no text block of its own.
     """
     from IPython import get_ipython
 
+    from seqlab.a11y import image_html
+
     shell = get_ipython()
     if shell is not None:
-        data, metadata = shell.display_formatter.format(figure)  # what display(figure) would send
+        data, metadata = shell.display_formatter.format(figure, exclude={"text/html"})  # the PNG display(figure) sends
+        if "image/png" in data:
+            data["text/html"] = image_html(figure, data["image/png"])
     else:  # plain Python (tests): nothing renders it
         data, metadata = {"text/plain": repr(figure)}, {}
     output.outputs = ({"output_type": "display_data", "data": data, "metadata": metadata},)
+
+
+def text_view() -> widgets.HTML:
+    """Where a widget's text equivalent goes: a collapsed block with the numbers of its figure (seqlab.a11y)."""
+    return widgets.HTML(value="", layout=widgets.Layout(width="100%"))
+
+
+def show_text(view: widgets.HTML, figure: Figure | None) -> None:
+    """Make ``view`` say in words and tables what ``figure`` shows (nothing when there is no figure)."""
+    from seqlab.a11y import equivalent_html, text_equivalent
+    from seqlab.i18n import _
+
+    view.value = "" if figure is None else equivalent_html(text_equivalent(figure),
+                                                           summary=_("The figure as text (follows the controls)"))
 
 
 def show_error(output: widgets.Output) -> None:
@@ -67,7 +89,8 @@ def show_error(output: widgets.Output) -> None:
 
 
 def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.ValueWidget]) -> widgets.VBox:
-    """Controls on top, a figure below; ``draw(**values)`` makes a new figure on every change.
+    """Controls on top, a figure below, and below that the figure as text (a collapsed block of sentences and
+    tables, seqlab.a11y); ``draw(**values)`` makes a new figure on every change, and the text follows it.
 
     Sliders and text boxes report their value when released (``continuous_update=False``): while
     a slider is dragged, every value in between would be drawn, and under load the figure would
@@ -79,6 +102,7 @@ def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.Va
         if control.has_trait("continuous_update"):
             control.continuous_update = False
     output = widgets.Output()
+    text = text_view()
 
     def redraw(_change=None) -> None:
         values = {name: control.value for name, control in controls.items()}
@@ -86,14 +110,16 @@ def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.Va
             figure = draw(**values)
         except Exception:  # noqa: BLE001 - shown in the widget, where the learner looks
             show_error(output)
+            show_text(text, None)
             return
         show_figure(output, figure)
+        show_text(text, figure)
         plt.close(figure)
 
     for control in controls.values():
         control.observe(redraw, names="value")
     redraw()
-    return widgets.VBox([control_row(list(controls.values())), output])
+    return widgets.VBox([control_row(list(controls.values())), output, text])
 
 
 # A slider this wide keeps a track of about 200 px beside its 80 px description and its read-out: a drag
