@@ -282,8 +282,10 @@ def close_sandboxes() -> None:
 
 
 def grade_job(data: bytes, chapter: str, student: str, version: str, limits, allow_unsandboxed: bool,
-              slots: int) -> dict:
-    """The Dask task: one submission's tar in, its result folder's tar out (with grade.py's progress figures)."""
+              slots: int, hidden_seed: str | None = None) -> dict:
+    """The Dask task: one submission's tar in, its result folder's tar out (with grade.py's progress figures).
+    ``hidden_seed`` is the student's seed for this chapter (job.student_seed), never the course's secret: a worker
+    can draw this student's hidden-test inputs and no one else's."""
     global _slots
     import shutil
 
@@ -306,7 +308,7 @@ def grade_job(data: bytes, chapter: str, student: str, version: str, limits, all
             sandboxed = sandbox_available()
             sandbox = _take_sandbox(limits, sandboxed)
             try:
-                result = run_job(submission, SOLUTIONS / chapter, student, out, sandbox)
+                result = run_job(submission, SOLUTIONS / chapter, student, out, sandbox, hidden_seed=hidden_seed)
             except BaseException:
                 sandbox.close()  # in an unknown state: never handed to the next job
                 raise
@@ -451,14 +453,15 @@ class DaskPool:
     def good_workers(self) -> list[str]:
         return sorted(set(self.client.scheduler_info().get("workers", {})) - set(self.refused))
 
-    def submit(self, _function, submission: str, chapter: str, student: str, out: str) -> futures.Future:
+    def submit(self, _function, submission: str, chapter: str, student: str, out: str,
+               hidden_seed: str | None = None) -> futures.Future:
         """Like ProcessPoolExecutor.submit(grade._worker_job, *job). The job waits here as its paths: its submission's
         tar is made when it is sent, and only in_flight_limit() jobs are out at a time, so the grader (and the
         scheduler) hold the tars of the jobs being graded, never a whole class's."""
         outer: futures.Future = futures.Future()
         outer.set_running_or_notify_cancel()
         with self._lock:
-            self._waiting.append((outer, submission, chapter, student, out))
+            self._waiting.append((outer, submission, chapter, student, out, hidden_seed))
         self._dispatch()
         return outer
 
@@ -499,7 +502,8 @@ class DaskPool:
             self._in_flight -= 1
         self._dispatch()
 
-    def _start(self, outer: futures.Future, submission: str, chapter: str, student: str, out: str) -> None:
+    def _start(self, outer: futures.Future, submission: str, chapter: str, student: str, out: str,
+               hidden_seed: str | None = None) -> None:
         from job import graded_notebooks, submission_hash
 
         try:
@@ -508,16 +512,16 @@ class DaskPool:
         except Exception as error:  # noqa: BLE001 - this job's failure (grade.py tries once more, then records it)
             outer.set_exception(error)
             return
-        self._send(outer, data, chapter, student, out, local_hash, restricted=bool(self.refused))
+        self._send(outer, data, chapter, student, out, local_hash, restricted=bool(self.refused), hidden_seed=hidden_seed)
 
     def _send(self, outer: futures.Future, data: bytes, chapter: str, student: str, out: str, local_hash: str,
-              restricted: bool) -> None:
+              restricted: bool, hidden_seed: str | None = None) -> None:
         workers = self.good_workers() if restricted else None
         if restricted and not workers:
             outer.set_exception(NoWorker("; ".join(f"{a}: {w}" for a, w in sorted(self.refused.items()))))
             return
         task = pickle.dumps(_Call(grade_job, data, chapter, student, self.versions[chapter], self.limits,
-                                  self.allow_unsandboxed, self.jobs))
+                                  self.allow_unsandboxed, self.jobs, hidden_seed))
         try:
             inner = self.client.submit(pickle.loads, task, key=f"grade-{chapter}-{student}-{time.time_ns()}",
                                        pure=False, workers=workers, allow_other_workers=False)
@@ -541,7 +545,7 @@ class DaskPool:
                 error = inner.exception()
                 if isinstance(error, WorkerRefused):
                     self.refuse(error.worker or "a worker", str(error))
-                    self._send(outer, data, chapter, student, out, local_hash, restricted=True)
+                    self._send(outer, data, chapter, student, out, local_hash, restricted=True, hidden_seed=hidden_seed)
                     return
                 name = type(error).__name__
                 if name == "KilledWorker":

@@ -47,6 +47,9 @@ class Plan:
     classes: list[str]  # classes the `definitions` cells define: they travel by their fields
     hidden_from: dict[int, int]  # test cell -> first line (1-based) of its hidden tests
     classes_in: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # definitions source -> its classes
+    # the trusted runner's own environment variables: the student's hidden-test seed (job.student_seed), which the
+    # student's runner never gets
+    test_environment: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -172,7 +175,8 @@ def start_runners(sandbox: Sandbox, plan: Plan) -> tuple[Side, Side]:
         try:
             sandbox.trusted.fork({"side": "t", "output_bytes": budget, "answer_names": plan.answer_names,
                                   "classes": plan.classes, "backstop": backstop, "figures": figures,
-                                  "group_cpu_unit": group_unit}, t_theirs, peer_t, watch, group_cpu=group_cpu)
+                                  "group_cpu_unit": group_unit}, t_theirs, peer_t, watch, group_cpu=group_cpu,
+                                 environment=plan.test_environment)
         finally:
             if watch is not None:
                 os.close(watch)

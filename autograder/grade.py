@@ -47,7 +47,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from dask_grading import peak_mib  # noqa: E402 - the pool's workers report it as the cluster's do; Dask itself is imported only for --cluster/--scheduler
-from job import course_version, failed_result, graded_notebooks, run_job, submission_hash  # noqa: E402
+from job import SECRET_FILE, course_secret, course_version, failed_result, graded_notebooks, inputs_fingerprint, \
+    run_job, student_seed, submission_hash  # noqa: E402
 from lms import MAPPING_FILE, LmsError, Mapping, canvas_file, moodle_folder  # noqa: E402
 from policy import Policy, PolicyError, for_workspace, parse_time, stamp, utc_now  # noqa: E402
 from safe_input import Refused, describe, entries, is_real_dir, open_zip, read_file, shown, utf8_text, \
@@ -417,10 +418,10 @@ def _worker_start(root: str, limits: Limits, sandboxed: bool) -> None:
     _sandbox.start()
 
 
-def _worker_job(submission: str, chapter: str, student: str, out: str) -> dict:
+def _worker_job(submission: str, chapter: str, student: str, out: str, hidden_seed: str | None = None) -> dict:
     assert _sandbox is not None
     started = time.perf_counter()
-    result = run_job(Path(submission), SOLUTIONS / chapter, student, Path(out), _sandbox)
+    result = run_job(Path(submission), SOLUTIONS / chapter, student, Path(out), _sandbox, hidden_seed=hidden_seed)
     return {"student": student, "chapter": chapter, "score": result["score"], "max_score": result["max_score"],
             "seconds": time.perf_counter() - started, "peak_mib": peak_mib()}
 
@@ -550,13 +551,25 @@ def term_page(out: str, stem: str, entry: dict, student: str, chapter: str, term
     return problem
 
 
-def up_to_date(out: Path, submission: Path, version: str) -> bool:
+def up_to_date(out: Path, submission: Path, version: str, hidden_seed: str | None = None) -> bool:
     try:
         result = json.loads((out / "result.json").read_text())
     except (OSError, ValueError):
         return False
     return (not result.get("failed") and result.get("course_version") == version
-            and result.get("submission_hash") == submission_hash(submission))
+            and result.get("submission_hash") == submission_hash(submission)
+            and result.get("hidden_inputs", "fixed") == inputs_fingerprint(hidden_seed))
+
+
+def workspace_secret(workspace: Path) -> str:
+    """The course's secret (job.course_secret), with a warning where others than its owner may read it."""
+    secret = course_secret(workspace)
+    mode = os.stat(workspace / SECRET_FILE, follow_symlinks=False).st_mode
+    if mode & 0o077:
+        print(f"grade: WARNING: {workspace / SECRET_FILE} can be read by others than its owner (mode "
+              f"{mode & 0o777:o}); whoever reads it can compute every student's hidden-test inputs: chmod 600 it",
+              file=sys.stderr)
+    return secret
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -651,6 +664,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not (workspace / "nbgrader_config.py").exists():
         make_workspace(workspace, args.db_url)
+    try:
+        secret = workspace_secret(workspace)
+    except (OSError, ValueError, Refused) as error:
+        print(f"grade: the course's secret, which every student's hidden-test inputs derive from: {error}",
+              file=sys.stderr)
+        return 2
     db_url = args.db_url or f"sqlite:///{workspace / 'gradebook.db'}"
     wanted = args.chapter or chapters()
     unknown = [c for c in wanted if c not in chapters()]
@@ -694,8 +713,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             out = results_root / chapter / student_dir.name
             results_dirs.append(out)
-            if args.regrade or not up_to_date(out, submission, version):
-                jobs.append((str(submission), chapter, student_dir.name, str(out)))
+            seed = student_seed(secret, chapter, student_dir.name)
+            if args.regrade or not up_to_date(out, submission, version, seed):
+                jobs.append((str(submission), chapter, student_dir.name, str(out), seed))
     limits = Limits(cell_timeout=args.cell_timeout, backstop=max(1.0, args.backstop), notebook_timeout=args.notebook_timeout,
                     memory_bytes=int(args.memory_gb * 2**30), figures=args.figures)
     if not on_dask:
@@ -740,7 +760,7 @@ def main(argv: list[str] | None = None) -> int:
                     while pending:
                         future = next(futures.as_completed(pending))
                         job = pending.pop(future)
-                        submission, chapter, student, out = job
+                        submission, chapter, student, out, _ = job
                         try:
                             done = future.result()
                             worker_peak = max(worker_peak, done.get("peak_mib") or 0.0)

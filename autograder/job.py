@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -70,6 +71,45 @@ NOTEBOOK_DEPTH = 100  # how deeply a submitted notebook's JSON may nest (nbforma
 NOTEBOOK_VALUES = 2_000_000
 KEPT_VALUES = 200_000
 MAX_CELLS = 2_000  # a chapter has about 100; every cell is rebuilt, run and rendered into feedback
+
+
+SECRET_FILE = "secret"  # WORKSPACE/secret: the course's secret behind every student's hidden-test inputs
+HIDDEN_SEED_VAR = "SEQLAB_HIDDEN_SEED"  # seqlab.grading.hidden_seed reads it, in the test kernel only
+
+
+def course_secret(workspace: Path) -> str:
+    """The course's secret (WORKSPACE/secret), made on first use: 32 random bytes as hex, mode 0600, never in the
+    repository. Every student's hidden-test inputs derive from it (student_seed); keep it for the whole term, as a
+    regrade draws the same inputs only with the same secret (a new one regrades everything with new inputs)."""
+    import secrets
+
+    path = workspace / SECRET_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+    text = read_file(path, 4096).decode("ascii", errors="replace").strip()
+    if len(text) < 32:
+        raise ValueError(f"{path} holds no usable secret (at least 32 characters expected); remove it to make a new one")
+    return text
+
+
+def student_seed(secret: str, chapter: str, student: str) -> str:
+    """One student's seed for one chapter's hidden tests: HMAC-SHA256(course secret, chapter NUL student), as hex.
+    Without the secret no one can tell another student's seed, and the seed alone gives nothing without the hidden
+    tests' code; the same secret, chapter and student give the same seed, so a regrade draws the same inputs."""
+    return hmac.new(secret.encode(), f"{chapter}\0{student}".encode(), hashlib.sha256).hexdigest()
+
+
+def inputs_fingerprint(hidden_seed: str | None) -> str:
+    """What result.json records of the seed a job's hidden tests drew from (not the seed): a job is redone when it
+    changes (a new secret), and "fixed" is the notebooks' own inputs (no seed)."""
+    if not hidden_seed:
+        return "fixed"
+    return hashlib.sha256(f"hidden-inputs\0{hidden_seed}".encode()).hexdigest()[:16]
 
 
 def digest(paths: list[Path]) -> str:
@@ -142,7 +182,7 @@ def top_level_names(tree: ast.Module | None, classes_only: bool = False) -> list
     return names
 
 
-def plan_for(source: Path, nb: NotebookNode) -> Plan:
+def plan_for(source: Path, nb: NotebookNode, hidden_seed: str | None = None) -> Plan:
     """What the trusted runner needs from the source: its definitions, the answer names, the hidden lines."""
     src = nbformat.read(source, as_version=4)
     answers, classes, pending, by_test, classes_in = [], [], [], {}, {}
@@ -172,7 +212,8 @@ def plan_for(source: Path, nb: NotebookNode) -> Plan:
             if begin is not None:
                 hidden_from[index] = begin
     return Plan(tests=tests, course=course, answer_names=sorted(set(answers)), classes=sorted(set(classes)),
-                hidden_from=hidden_from, classes_in=classes_in)
+                hidden_from=hidden_from, classes_in=classes_in,
+                test_environment={HIDDEN_SEED_VAR: hidden_seed} if hidden_seed else {})
 
 
 def without_outputs(data: dict) -> dict:
@@ -325,7 +366,8 @@ def score_cells(nb: NotebookNode, execution=None, reason: str | None = None) -> 
     return cells
 
 
-def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) -> tuple[dict, NotebookNode]:
+def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None,
+                   hidden_seed: str | None = None) -> tuple[dict, NotebookNode]:
     canon = canonical(source)
     if os.path.lexists(student_path.parent) and not is_real_dir(student_path.parent):
         reason = f"the folder {student_path.parent.name} is a link; it was not followed"
@@ -343,7 +385,7 @@ def grade_notebook(source: Path, student_path: Path, sandbox: Sandbox | None) ->
     if student is None:
         return {"status": "invalid", "problems": [reason], "cells": score_cells(canon, None, reason)}, canon
     nb, notes = rebuild(canon, student)
-    plan = plan_for(source, nb)
+    plan = plan_for(source, nb, hidden_seed)
     execution = run(nb, sandbox, plan)
     for cell in nb.cells:
         KeepWarningsVisible().preprocess_cell(cell, {}, 0)
@@ -419,12 +461,17 @@ def write_result(out: Path, result: dict) -> None:
     os.replace(tmp, out / "result.json")  # atomic: a result file exists only when complete
 
 
-def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox: Sandbox, feedback: bool = True) -> dict:
-    """Grade one submission folder against one chapter's sources; write out/result.json; return it."""
+def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox: Sandbox, feedback: bool = True,
+            hidden_seed: str | None = None) -> dict:
+    """Grade one submission folder against one chapter's sources; write out/result.json; return it.
+
+    ``hidden_seed`` (student_seed()) reaches the test kernel only, as SEQLAB_HIDDEN_SEED: the hidden tests draw the
+    student's own random inputs from it (seqlab.grading.hidden_seed). None: the notebooks' fixed inputs."""
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     result = {"version": RESULT_VERSION, "student": student, "chapter": source_dir.name,
               "course_version": course_version(source_dir), "submission_hash": submission_hash(submission),
+              "hidden_inputs": inputs_fingerprint(hidden_seed),
               "timestamp": None, "notebooks": {}, "sandboxed": sandbox.sandboxed}
     try:
         result["timestamp"] = read_file(submission / "timestamp.txt", 4096).decode(errors="replace").strip()[:64]
@@ -436,7 +483,7 @@ def run_job(submission: Path, source_dir: Path, student: str, out: Path, sandbox
         result["problem"] = "no notebook was submitted for this chapter"
     for source in graded_notebooks(source_dir):
         sandbox.reset_scratch()
-        entry, nb = grade_notebook(source, submission / source.name, sandbox)
+        entry, nb = grade_notebook(source, submission / source.name, sandbox, hidden_seed)
         nbformat.write(sanitize(nb, course_markdown(str(source))), out / source.name)
         result["notebooks"][source.stem] = entry
         if feedback:
@@ -467,11 +514,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", type=Path, default=REPO / "solutions", help="the course's source folder")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder of the sandbox (default: a temp folder)")
     parser.add_argument("--allow-unsandboxed", action="store_true")
+    parser.add_argument("--secret", type=Path, default=None,
+                        help="the course's secret file (a grading workspace's `secret`): the hidden tests draw this "
+                             "student's own inputs, as grade.py's do; without it, the notebooks' fixed inputs")
     args = parser.parse_args(argv)
     import tempfile
 
     from sandbox import bubblewrap
 
+    hidden_seed = None
+    if args.secret is not None:
+        try:
+            secret = read_file(args.secret, 4096).decode("ascii", errors="replace").strip()
+        except (OSError, Refused) as error:
+            print(f"job: cannot read the secret file {args.secret}: {error}", file=sys.stderr)
+            return 2
+        if len(secret) < 32:
+            print(f"job: {args.secret} holds no usable secret (at least 32 characters expected)", file=sys.stderr)
+            return 2
+        hidden_seed = student_seed(secret, args.chapter, args.student)
     sandboxed = bubblewrap() is not None
     if not sandboxed and not args.allow_unsandboxed:
         print("job: bubblewrap is not available; refusing to run submitted code unsandboxed "
@@ -480,7 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="seqlab-job-", dir=args.work) as work:
         sandbox = Sandbox(Path(work), Limits(), sandboxed=sandboxed)
         try:
-            result = run_job(args.submission, args.source / args.chapter, args.student, args.out, sandbox)
+            result = run_job(args.submission, args.source / args.chapter, args.student, args.out, sandbox,
+                             hidden_seed=hidden_seed)
         finally:
             sandbox.close()
     print(json.dumps({"student": args.student, "score": result["score"], "max_score": result["max_score"]}))

@@ -261,14 +261,16 @@ class Zygote:
             self.start()
 
     def fork(self, config: dict, control: socket.socket, peer: socket.socket, watch: int | None = None,
-             group_cpu: int | None = None) -> int:
+             group_cpu: int | None = None, environment: dict[str, str] | None = None) -> int:
         """Start a runner on these two sockets (their other ends stay with the caller); ``watch``, an open
         schedstat of the other side's runner, and ``group_cpu``, the student sandbox's CPU usage
-        (``Cgroup.open_cpu_usage``; its unit in ``config["group_cpu_unit"]``), are handed down to the runner as well."""
+        (``Cgroup.open_cpu_usage``; its unit in ``config["group_cpu_unit"]``), are handed down to the runner as well;
+        ``environment`` is added to this runner's environment only (the test kernel's hidden-test seed)."""
         self.ensure_started()
         cwd = self.cwd
         extra = [(role, fd) for role, fd in (("peer_schedstat", watch), ("group_cpu", group_cpu)) if fd is not None]
-        request = {"op": "fork", "cwd": cwd, "env": runner_environment(cwd), "limits": self.limits.for_kernel(),
+        request = {"op": "fork", "cwd": cwd, "env": {**runner_environment(cwd), **(environment or {})},
+                   "limits": self.limits.for_kernel(),
                    "config": config, "extra_fds": [role for role, _ in extra]}
         fds = [control.fileno(), peer.fileno()] + [fd for _, fd in extra]
         socket.send_fds(self.control, [json.dumps(request).encode()], fds)

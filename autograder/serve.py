@@ -60,6 +60,8 @@ from sqlalchemy import (Column, Float, Integer, LargeBinary, MetaData, PrimaryKe
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20  # as batch grading reads (job.read_student refuses larger ones in the worker)
 MESSAGE_CAP = 200  # characters of a hidden check's message, where the schedule shows it (as feedback.py caps)
+# a visible check's message is the student's own notebook's; cut at 200 it lost the hint that ends it
+VISIBLE_MESSAGE_CAP = 1000
 WAITING = ("queued", "grading")
 
 log = logging.getLogger("seqlab.serve")
@@ -217,7 +219,7 @@ def exercise_verdicts(nb, cells: dict) -> list[dict]:
                 [capped(line) for line in printed.splitlines() if line.strip()][:5]
         else:
             visible, hidden = "failed", "not run" if has_hidden else None
-            messages = [capped(f"{o.get('ename', 'Error')}: {o.get('evalue', '')}") for o in errors][:3]
+            messages = [capped(f"{o.get('ename', 'Error')}: {o.get('evalue', '')}", VISIBLE_MESSAGE_CAP) for o in errors][:3]
             if cell.get("reason"):
                 messages.append(capped(cell["reason"]))
             if not messages:
@@ -287,6 +289,8 @@ class Service:
         self.stopping = False
         self.policy = term_policy.for_workspace(workspace, policy_file, self.chapters)  # a bad file stops the start
         self.policy_seen = self.policy_stat()
+        # grade.py's secret: a student's hidden tests draw the same inputs here as in the final grading
+        self.secret = grade.workspace_secret(workspace)
 
     @staticmethod
     def test_cells(chapter: str) -> list[str]:
@@ -482,7 +486,8 @@ class Service:
         started = time.perf_counter()
         for _ in range(2):  # as grade.py: a job that fails (the grader's error, never the student's) is tried once more
             try:
-                await loop.run_in_executor(self.pool, grade._worker_job, str(folder), chapter, student, str(out))
+                await loop.run_in_executor(self.pool, grade._worker_job, str(folder), chapter, student, str(out),
+                                           grade.student_seed(self.secret, chapter, student))
                 failures = []
                 break
             except futures.process.BrokenProcessPool as broken:

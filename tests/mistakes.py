@@ -9,13 +9,17 @@ visible and hidden tests, against it.
 from __future__ import annotations
 
 import copy
+import hashlib
+import hmac
+import os
 from typing import Any, Callable
 
 import nbformat
 import pytest
 
-from course import SOLUTIONS, load_definitions, nbgrader_meta
+from course import SOLUTIONS, environment, load_definitions, nbgrader_meta
 from seqlab.check import CheckFailed
+from seqlab.grading import HIDDEN_SEED_VAR
 
 Wrong = list[tuple[str, str, Any]]  # (grade_id, name swapped, variant)
 Right = list[tuple[str, dict[str, Any]]]  # (grade_id, {name: correct variant})
@@ -24,12 +28,25 @@ Named = list[tuple[str, str, Any, str]]  # (grade_id, name swapped, variant, wor
 # What a model test says when a model's output does not follow parameters the test loaded (issue 39)
 RANDOM_PARAMETERS = "random parameters"
 
+# The grader gives each student's hidden tests inputs of their own (issue 44: job.student_seed). The cases below run
+# as a student would be graded, under a student's seed, never the notebook's fixed inputs (GradedCells' first pass
+# and the notebook runs have those): a mistake must be rejected whatever inputs the hidden tests draw.
+# SEQLAB_MISTAKES_STUDENT names another student (autograder/seeds_check.py's README row runs the suites under several).
+SUITE_SECRET = "tests/mistakes.py: the suite's own course secret"
+
+
+def suite_seed(chapter: str) -> str:
+    """The seed of the suite's student for this chapter, derived as job.student_seed derives a student's."""
+    student = os.environ.get("SEQLAB_MISTAKES_STUDENT", "mistakes-suite")
+    return hmac.new(SUITE_SECRET.encode(), f"{chapter}\0{student}".encode(), hashlib.sha256).hexdigest()
+
 
 class GradedCells:
     """A chapter's graded test cells, runnable one by one in the namespace of its solution."""
 
     def __init__(self, chapter: str):
         path = SOLUTIONS / chapter / f"{chapter}.ipynb"  # the chapter's own, graded notebook (not an optional one beside it)
+        self.seed = suite_seed(chapter)
         self.sources = {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
                         if nbgrader_meta(c).get("grade")}
         self.base = load_definitions(chapter)
@@ -53,14 +70,17 @@ class GradedCells:
         return fresh
 
     def run(self, grade_id: str, **replacements: Any) -> None:
+        """The whole test cell, its hidden tests drawing the suite's student's inputs."""
         namespace = {**self.base, **self.fresh_earlier(grade_id), **replacements}
-        exec(compile(self.sources[grade_id], grade_id, "exec"), namespace)
+        with environment(**{HIDDEN_SEED_VAR: self.seed}):
+            exec(compile(self.sources[grade_id], grade_id, "exec"), namespace)
 
     def run_visible(self, grade_id: str, **replacements: Any) -> None:
-        """Only the visible part of a test cell: what a self-learner sees."""
+        """Only the visible part of a test cell: what a self-learner sees (fixed inputs, whatever the seed)."""
         visible = self.sources[grade_id].split("### BEGIN HIDDEN TESTS")[0]
         namespace = {**self.base, **self.fresh_earlier(grade_id), **replacements}
-        exec(compile(visible, grade_id + " (visible)", "exec"), namespace)
+        with environment(**{HIDDEN_SEED_VAR: self.seed}):
+            exec(compile(visible, grade_id + " (visible)", "exec"), namespace)
 
 
 def mistake_tests(cells: GradedCells, wrong: Wrong, right: Right) -> tuple[Callable, ...]:

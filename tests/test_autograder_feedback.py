@@ -211,11 +211,11 @@ def test_after_hidden_tests_an_error_shows_no_student_message(chapter, from_stud
 REAL_WORKER = grade._worker_job
 
 
-def fail_for_bob(submission: str, chapter: str, student: str, out: str) -> dict:
+def fail_for_bob(submission: str, chapter: str, student: str, out: str, hidden_seed: str | None = None) -> dict:
     """The grading job, broken for one student (module level: the worker processes unpickle it by name)."""
     if student == "bob":
         raise RuntimeError("the grader broke on this submission")
-    return REAL_WORKER(submission, chapter, student, out)
+    return REAL_WORKER(submission, chapter, student, out, hidden_seed)
 
 
 @pytest.mark.slow

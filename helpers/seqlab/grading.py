@@ -103,3 +103,46 @@ def value_and_grad(fn, *args, wrt: int = 0, weights=None, output: int | None = N
     value.backward()
     grad = args[wrt].grad
     return value.detach(), torch.zeros_like(args[wrt]) if grad is None else grad
+
+
+# -- per-student hidden-test inputs (issue 44, part 3) ----------------------------------------------------------------
+
+HIDDEN_SEED_VAR = "SEQLAB_HIDDEN_SEED"
+
+
+def hidden_seed(salt: int) -> int:
+    """The seed a hidden test draws its random inputs from: ``salt`` itself, unless a grader set a student's seed.
+
+    The instructors' grader puts each student's seed (derived from the course's secret, the chapter and the student
+    id) into ``SEQLAB_HIDDEN_SEED`` of the test kernel only, so that every student's hidden tests draw other inputs
+    (an answer hard-coded from another student's feedback fails) while a regrade draws the same. Without it (a
+    learner's run, nbconvert, CI, plain nbgrader) the seed is ``salt``: the inputs are those the notebook always had.
+
+    >>> rng = np.random.default_rng(hidden_seed(14))
+    """
+    student = os.environ.get(HIDDEN_SEED_VAR)
+    if not student:
+        return int(salt)
+    import hashlib
+
+    digest = hashlib.sha256(f"{student}\0{int(salt)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # below 2**63: torch.manual_seed and NumPy take it alike
+
+
+def hidden_generator(salt: int, kind: str = "numpy"):
+    """A fresh random generator seeded with :func:`hidden_seed` ``(salt)``: NumPy's ``default_rng`` (``kind="numpy"``)
+    or a ``torch.Generator`` (``kind="torch"``). A hidden test draws its random inputs from it.
+
+    >>> _rng = hidden_generator(14)                 # was np.random.default_rng(14)
+    >>> _gen = hidden_generator(72, kind="torch")   # was torch.Generator().manual_seed(72)
+    """
+    seed = hidden_seed(salt)
+    if kind == "numpy":
+        import numpy as np
+
+        return np.random.default_rng(seed)
+    if kind == "torch":
+        import torch
+
+        return torch.Generator().manual_seed(seed)
+    raise ValueError(f"hidden_generator: kind must be 'numpy' or 'torch', not {kind!r}")
