@@ -284,11 +284,17 @@ def problems(chapter: str, language: str = LANGUAGE, catalog: Catalog | None = N
     return found
 
 
-def translated_notebook(english: Path, catalog: Catalog, language: str = LANGUAGE):
-    """The released English notebook with each markdown cell in the catalog's language; everything else as it is,
-    and the notebook's metadata says the edition (the kernel's language stays as it is)."""
+SETUP_TAG = "colab-setup"  # the first cell of every notebook: installs seqlab in Colab (autograder/release.py)
+
+
+def translated_notebook(english: Path, catalog: Catalog, language: str = LANGUAGE, setup_cell: str | None = None):
+    """The released English notebook with each markdown cell in the catalog's language and, given ``setup_cell``,
+    that text in its Colab setup cell; everything else as it is, and the notebook's metadata says the edition (the
+    kernel's language stays as it is)."""
     nb = nbformat.read(english, as_version=4)
     for index, cell in enumerate(nb.cells):
+        if setup_cell is not None and SETUP_TAG in cell.get("metadata", {}).get("tags", []):
+            cell.source = setup_cell
         if cell.cell_type != "markdown" or not cell.source.strip():
             continue
         message = catalog.get(cell.source, context=cell_context(cell))
@@ -299,8 +305,10 @@ def translated_notebook(english: Path, catalog: Catalog, language: str = LANGUAG
     return nb
 
 
-def write_edition(released: dict[str, Path], out: Path, language: str = LANGUAGE) -> tuple[dict[str, Path], list[str]]:
-    """Write the translated edition of each released chapter that has a complete catalog into ``out/<language>/``.
+def write_edition(released: dict[str, Path], out: Path, language: str = LANGUAGE,
+                  setup_cell: str | None = None) -> tuple[dict[str, Path], list[str]]:
+    """Write the translated edition of each released chapter that has a complete catalog into ``out/<language>/``
+    (``setup_cell``: the edition's Colab setup cell, release.py's SETUP_CELL_ZH).
 
     ``released`` maps each English release file (``<chapter>/<name>.ipynb``) to where it lies. Returns the files
     written (relative to the release, ``zh/<chapter>/<name>.ipynb``) and one line per chapter left out, and why."""
@@ -324,7 +332,7 @@ def write_edition(released: dict[str, Path], out: Path, language: str = LANGUAGE
                 continue
             target = out / language / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(translated_notebook(released[relative], catalog, language), target)
+            nbformat.write(translated_notebook(released[relative], catalog, language, setup_cell), target)
             written[f"{language}/{relative}"] = target
     if untranslated:
         lines.append(f"{language}: no catalog yet (English only): {', '.join(untranslated)}")

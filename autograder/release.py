@@ -17,7 +17,9 @@ failing on it). Learners keep their work in work/ (`make work`), which no releas
 
 Before nbgrader runs, the repository URL from pyproject.toml ([tool.seqlab]) is stamped
 into every notebook's Colab setup cell (the cell tagged "colab-setup") and into the
-README's chapter table with its "Open in Colab" badges.
+README's chapter table with its "Open in Colab" badges. The Chinese edition has its own: README.zh.md's table
+points at notebooks/zh/, and each Chinese notebook's setup cell (SETUP_CELL_ZH) says its commands in Chinese and,
+in Colab, chooses Chinese check messages (Colab does not tell the kernel which notebook it runs).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ NOTEBOOKS = REPO / "notebooks"
 MANIFEST = NOTEBOOKS / ".release-manifest.json"  # what the last release wrote (committed)
 WORK = REPO / "work"  # a learner's own copies (git ignores it; `make work`)
 README = REPO / "README.md"
+README_ZH = REPO / "README.zh.md"
 SETUP_TAG = "colab-setup"
 TABLE_START, TABLE_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
 BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
@@ -55,9 +58,23 @@ import sys
 if "google.colab" in sys.modules:
     %pip install -q "seqlab @ git+{repository}@{branch}"'''
 
+# The Chinese edition's setup cell: the same install; `%env` because seqlab picks the language from the notebook's
+# metadata through Jupyter Server, which Colab is not (seqlab.i18n). Only in Colab: elsewhere, and in the grader's
+# kernels, the cell does nothing, so a Chinese submission is graded as the English one is.
+SETUP_CELL_ZH = '''# 仅用于 Colab：安装课程的辅助包（seqlab），并让检查信息使用中文。在其他地方，这个单元格什么也不做。
+# 你的作业：在自己的电脑上，`make lab EDITION=zh` 打开你在 work/zh/ 中的这份 notebook 副本，课程更新从不覆盖它
+# （README.zh.md）；在 Colab 中，用“文件 > 在云端硬盘中保存一份副本”保存你的版本。
+import sys
+if "google.colab" in sys.modules:
+    %pip install -q "seqlab @ git+{repository}@{branch}"
+    %env SEQLAB_LANGUAGE=zh'''
+
+
+PYPROJECT = REPO / "pyproject.toml"
+
 
 def course_settings() -> dict[str, str]:
-    with open(REPO / "pyproject.toml", "rb") as f:
+    with open(PYPROJECT, "rb") as f:
         return tomllib.load(f)["tool"]["seqlab"]
 
 
@@ -93,23 +110,56 @@ def chapter_title(path: Path) -> str:
     raise SystemExit(f"release: {path} has no markdown title")
 
 
-def chapter_table(settings: dict[str, str]) -> str:
+def chinese_title(source: Path, catalog) -> str:
+    """The notebook's title in the Chinese edition: its first markdown cell's translation, first line."""
+    import i18n
+
+    nb = nbformat.read(source, as_version=4)
+    first = next(cell for cell in nb.cells if cell.cell_type == "markdown")
+    message = catalog.get(first.source, context=i18n.cell_context(first))
+    return re.sub(r"^#+\s*(第 \d+ 章 · )?", "", message.string.strip().splitlines()[0])
+
+
+def chinese_chapters() -> dict[str, object]:
+    """The chapters released in Chinese (a complete catalog, autograder/i18n.py), each with its catalog."""
+    sys.path.insert(0, str(REPO / "autograder"))
+    import i18n
+
+    complete = {}
+    for chapter in chapters():
+        catalog = i18n.read_catalog(chapter)
+        if catalog is not None and i18n.problems(chapter, catalog=catalog) == []:
+            complete[chapter] = catalog
+    return complete
+
+
+def chapter_table(settings: dict[str, str], edition: str = "en") -> str:
+    """README's chapter table (``edition="zh"``: README.zh.md's, the Chinese notebooks of the chapters translated)."""
     repo_path = settings["repository"].removeprefix("https://github.com/")
-    rows = ["| # | chapter | student notebook | open in Colab |", "|---|---|---|---|"]
+    if edition == "zh":
+        rows = ["| # | 章节 | 学生 notebook | 在 Colab 中打开 |", "|---|---|---|---|"]
+        catalogs = chinese_chapters()
+    else:
+        rows = ["| # | chapter | student notebook | open in Colab |", "|---|---|---|---|"]
     for number, chapter in enumerate(chapters(), start=1):
+        if edition == "zh" and chapter not in catalogs:
+            continue
         for source in source_notebooks(chapter):
-            relative = f"notebooks/{chapter}/{source.name}"
+            folder = f"notebooks/zh/{chapter}" if edition == "zh" else f"notebooks/{chapter}"
+            relative = f"{folder}/{source.name}"
+            title = chinese_title(source, catalogs[chapter]) if edition == "zh" else chapter_title(source)
             colab = f"https://colab.research.google.com/github/{repo_path}/blob/{settings['branch']}/{relative}"
-            rows.append(f"| {number} | {chapter_title(source)} | [{source.name}]({relative}) | [![Open In Colab]({BADGE})]({colab}) |")
+            rows.append(f"| {number} | {title} | [{source.name}]({relative}) | [![Open In Colab]({BADGE})]({colab}) |")
     return "\n".join([TABLE_START, *rows, TABLE_END])
 
 
-def stamped_readme(settings: dict[str, str]) -> str:
-    text = README.read_text(encoding="utf-8")
+def stamped_readme(settings: dict[str, str], edition: str = "en") -> str:
+    readme = README_ZH if edition == "zh" else README
+    text = readme.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.S)
     if not pattern.search(text):
-        raise SystemExit(f"release: README.md has no {TABLE_START} ... {TABLE_END} block")
-    return pattern.sub(lambda _: chapter_table(settings), text)
+        raise SystemExit(f"release: {readme.name} has no {TABLE_START} ... {TABLE_END} block")
+    return pattern.sub(lambda _: chapter_table(settings, edition), text)
 
 
 def tool_environment() -> dict[str, str]:
@@ -136,13 +186,13 @@ def generate(chapter: str, release_dir: Path) -> Path:
 
 
 def chinese_edition(released: dict[str, Path], out: Path) -> tuple[dict[str, Path], list[str]]:
-    """notebooks/zh/<chapter>/: each English release notebook with its markdown from i18n/zh/<chapter>.po, for every
-    chapter whose catalog is complete (autograder/i18n.py); a chapter without one, or with entries missing, fuzzy or
-    changing a formula or number, is left out with a line that says which."""
+    """notebooks/zh/<chapter>/: each English release notebook with its markdown from i18n/zh/<chapter>.po and the
+    Chinese setup cell, for every chapter whose catalog is complete (autograder/i18n.py); a chapter without one, or
+    with entries missing, fuzzy or changing a formula or number, is left out with a line that says which."""
     sys.path.insert(0, str(REPO / "autograder"))
     import i18n
 
-    return i18n.write_edition(released, out)
+    return i18n.write_edition(released, out, setup_cell=SETUP_CELL_ZH.format(**course_settings()))
 
 
 def sha256(path: Path) -> str:
@@ -291,13 +341,14 @@ def main(argv: list[str] | None = None) -> int:
             elif stamp_setup_cell(source, settings):
                 print(f"stamped {source.relative_to(REPO)}")
 
-    readme = stamped_readme(settings)
-    if readme != README.read_text(encoding="utf-8"):
-        if args.check:
-            stale.append("README.md: the chapter table")
-        else:
-            README.write_text(readme, encoding="utf-8")
-            print("stamped README.md")
+    for edition, path in (("en", README), ("zh", README_ZH)):
+        readme = stamped_readme(settings, edition)
+        if readme != path.read_text(encoding="utf-8"):
+            if args.check:
+                stale.append(f"{path.name}: the chapter table")
+            else:
+                path.write_text(readme, encoding="utf-8")
+                print(f"stamped {path.name}")
 
     manifest = read_manifest()
     with tempfile.TemporaryDirectory(prefix="seqlab-release-out-") as out:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import sys
 
@@ -63,13 +64,17 @@ def test_every_chapter_has_a_chinese_edition():
 
 
 def without_markdown_text(nb) -> dict:
-    """The notebook as JSON with each markdown cell's text left out and the edition mark dropped: what must be equal."""
+    """The notebook as JSON with each markdown cell's text and the Colab setup cell's left out and the edition mark
+    dropped: what must be equal."""
     plain = copy.deepcopy(json.loads(nbformat.writes(nb)))
     plain["metadata"].pop(i18n.EDITION_KEY, None)
     for cell in plain["cells"]:
-        if cell["cell_type"] == "markdown":
+        if cell["cell_type"] == "markdown" or i18n.SETUP_TAG in cell["metadata"].get("tags", []):
             cell["source"] = ""
     return plain
+
+
+ZH_SETUP_CELL = release.SETUP_CELL_ZH.format(**release.course_settings())
 
 
 @pytest.mark.parametrize("relative", CHINESE)
@@ -80,6 +85,7 @@ def test_a_chinese_notebook_differs_from_the_english_only_in_markdown_text(relat
     assert chinese.metadata.kernelspec == english.metadata.kernelspec, "the kernel (and its language) stays Python"
     assert without_markdown_text(chinese) == without_markdown_text(english), \
         "code cells, cell metadata (grade ids) and tests must be the English release's"
+    assert chinese.cells[0].source == ZH_SETUP_CELL, "the Colab setup cell is the Chinese edition's (run `make release`)"
     catalog = i18n.read_catalog(relative.split("/")[1])
     for index, (zh, en) in enumerate(zip(chinese.cells, english.cells)):
         if en.cell_type == "markdown" and en.source.strip():
@@ -91,9 +97,52 @@ def test_a_chinese_notebook_differs_from_the_english_only_in_markdown_text(relat
 def test_the_zh_notebook_is_what_the_catalog_makes_of_the_english_release_byte_for_byte(tmp_path):
     for relative in CHINESE:
         english = relative.removeprefix("zh/")
-        written, lines = i18n.write_edition({english: NOTEBOOKS / english}, tmp_path)
+        written, lines = i18n.write_edition({english: NOTEBOOKS / english}, tmp_path, setup_cell=ZH_SETUP_CELL)
         assert relative in written, f"{relative} is released but its catalog no longer makes it:\n" + "\n".join(lines)
         assert written[relative].read_bytes() == (NOTEBOOKS / relative).read_bytes(), relative
+
+
+# ---- Colab: README.zh.md's badges and the Chinese setup cell ------------------------------------------------
+
+def test_readme_zh_badges_open_every_chinese_notebook_and_only_those():
+    settings = release.course_settings()
+    repo_path = settings["repository"].removeprefix("https://github.com/")
+    readme = (REPO / "README.zh.md").read_text(encoding="utf-8")
+    table = readme.split(release.TABLE_START)[1].split(release.TABLE_END)[0]
+    badges = re.findall(r"\]\(https://colab\.research\.google\.com/github/([^)]+)\)", table)
+    assert badges == [f"{repo_path}/blob/{settings['branch']}/notebooks/{relative}" for relative in CHINESE], \
+        "README.zh.md's Colab badges are not the Chinese notebooks (run `make release`)"
+    links = re.findall(r"\| \[[^]]+\]\((notebooks/[^)]+)\) \|", table)
+    assert links == [f"notebooks/{relative}" for relative in CHINESE]
+
+
+def run_setup_cell(source: str, in_colab: bool, monkeypatch) -> list[tuple[str, str]]:
+    """Run a setup cell as IPython would, in Colab or not, its line magics recorded instead of run."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    magics: list[tuple[str, str]] = []
+
+    class Shell:
+        def run_line_magic(self, name, line, _stack_depth=1):
+            magics.append((name, line))
+
+    with monkeypatch.context() as patch:
+        if in_colab:
+            patch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
+        else:
+            patch.delitem(sys.modules, "google.colab", raising=False)
+        exec(compile(TransformerManager().transform_cell(source), "<setup cell>", "exec"), {"get_ipython": Shell})
+    return magics
+
+
+def test_the_chinese_setup_cell_installs_the_course_and_chooses_chinese_only_in_colab(monkeypatch):
+    settings = release.course_settings()
+    english = release.SETUP_CELL.format(**settings)
+    install = ("pip", f'install -q "seqlab @ git+{settings["repository"]}@{settings["branch"]}"')
+    assert run_setup_cell(english, True, monkeypatch) == [install]
+    assert run_setup_cell(ZH_SETUP_CELL, True, monkeypatch) == [install, ("env", "SEQLAB_LANGUAGE=zh")]
+    assert run_setup_cell(ZH_SETUP_CELL, False, monkeypatch) == [], "outside Colab (the grader's kernels) it does nothing"
+    assert "make lab EDITION=zh" in ZH_SETUP_CELL and "work/zh/" in ZH_SETUP_CELL
 
 
 # ---- what a translation must keep ----------------------------------------------------------------------------
