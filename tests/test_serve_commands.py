@@ -99,3 +99,62 @@ def test_export_takes_each_students_last_submission_before_their_due_date(tmp_pa
     assert (submitted / "late_ok" / "07-attention" / "07-attention.ipynb").read_bytes() == b"within the extension"
     assert not (submitted / "nobody_in_time").exists()
     assert (submitted / "early" / "07-attention" / "timestamp.txt").read_text().endswith(" UTC\n")
+
+
+def test_the_button_names_code_run_after_the_last_save_that_the_file_lacks(tmp_path):
+    """seqlab.submit's record of the kernel's runs: a cell run after the save whose code the saved file lacks is an
+    unsaved edit; code the file holds, or code run before the save, is not."""
+    import os
+    import types
+
+    import nbformat
+
+    from seqlab.submit import _RunLog
+
+    path = tmp_path / "07-attention.ipynb"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("y = 2\n")])
+    nbformat.write(notebook, path)
+    os.utime(path, (1000.0, 1000.0))
+    runs = _RunLog()
+    runs.record(types.SimpleNamespace(raw_cell="x = 1"))  # recorded with the time it ran (now: after the save)
+    runs.record(types.SimpleNamespace(raw_cell="  \n"))  # a blank run is not
+    assert [source for _, source in runs.runs] == ["x = 1"]
+    runs.runs = [(900.0, "scratch = 0"), (1100.0, "x = 1"), (1100.0, "  y = 2  "), (1200.0, "x = 10")]
+    assert runs.unsaved(path) == [(1200.0, "x = 10")], "only the run after the save that the file lacks"
+    os.utime(path, (1250.0, 1250.0))  # saved after that run (the edit kept or the cell deleted): nothing to say
+    assert runs.unsaved(path) == []
+    assert runs.unsaved(tmp_path / "missing.ipynb") == [], "an unreadable file is the service's to refuse"
+
+
+def test_the_verdicts_are_a_table_with_headers_after_a_line_a_screen_reader_announces():
+    from html.parser import HTMLParser
+
+    from seqlab.submit import report_html
+
+    reply = {"status": "graded", "id": 4, "chapter": "07-attention", "score": 9, "max_score": 11, "problems": [],
+             "exercises": [{"exercise": "additive_scores_tests", "points": 0, "max_points": 2, "visible": "failed",
+                            "visible_messages": ["CheckFailed: the energies <of> the worked example"], "hidden": "not run",
+                            "hidden_message": None, "attempts_left": 0, "next_allowed": "2026-11-28T10:00:00+00:00"},
+                           {"exercise": "qkv_attention_tests", "points": 4, "max_points": 4, "visible": "passed",
+                            "visible_messages": ["ok"], "hidden": "passed", "hidden_message": None,
+                            "attempts_left": None, "next_allowed": None}]}
+
+    class Tags(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def handle_starttag(self, tag, attrs):
+            self.seen.append((tag, dict(attrs)))
+
+    page = report_html(reply)
+    tags = Tags()
+    tags.feed(page)
+    assert tags.seen[0] == ("div", {"role": "status", "aria-live": "polite"}), tags.seen[0]
+    assert page.index("submission 4 of 07-attention: 9 / 11") < page.index("<table>")
+    assert ("caption", {}) in tags.seen
+    assert [a.get("scope") for t, a in tags.seen if t == "th"] == ["col"] * 5 + ["row"] * 2
+    assert "the energies &lt;of&gt; the worked example" in page, "messages are escaped"
+    assert "next check of the hidden tests allowed at 2026-11-28T10:00:00+00:00" in page
+    refused = report_html({"status": "failed", "id": 5, "chapter": "07-attention", "problems": ["the grader failed"]})
+    assert refused.startswith('<div role="status"') and "the grader failed" in refused

@@ -9,7 +9,8 @@ or, in the notebook, a Submit button (it posts the notebook as last SAVED, so sa
     import seqlab.submit
     seqlab.submit.button(server="https://grader.example.edu", token="YOUR_TOKEN")
 
-The server and token may also come from the environment (SEQLAB_SUBMIT_SERVER, SEQLAB_SUBMIT_TOKEN). The service
+The server and token may also come from the environment (SEQLAB_SUBMIT_SERVER, SEQLAB_SUBMIT_TOKEN; in a JupyterHub
+whose instructor runs the service as a Hub service, the notebook server's JUPYTERHUB_API_TOKEN). The service
 (autograder/serve.py) grades the notebook with the course's grader and answers, per exercise: the visible checks'
 outcome and messages, the hidden tests' outcome (and the failing check's message where the course shows it), and
 when the hidden tests may next be checked: the first attempts are free, then waits grow; an exercise that passed
@@ -73,7 +74,8 @@ def _request(method: str, url: str, token: str, body: bytes | None = None, timeo
 
 def settings(server: str | None, token: str | None) -> tuple[str, str]:
     server = (server or os.environ.get("SEQLAB_SUBMIT_SERVER") or "").rstrip("/")
-    token = (token or os.environ.get("SEQLAB_SUBMIT_TOKEN") or "").strip()
+    # in a JupyterHub the notebook server's own token names the student to a service run by the Hub (serve.py --hub)
+    token = (token or os.environ.get("SEQLAB_SUBMIT_TOKEN") or os.environ.get("JUPYTERHUB_API_TOKEN") or "").strip()
     if not server:
         raise SubmitError("no server: pass --server URL (or set SEQLAB_SUBMIT_SERVER); your instructor gives the address")
     if not token:
@@ -127,25 +129,92 @@ def report_lines(reply: dict) -> list[str]:
         hidden = f"; hidden tests: {verdict['hidden']}" if verdict.get("hidden") else ""
         lines.append(f"{mark} {verdict['exercise']}  {points}/{verdict['max_points']:g}  visible checks: "
                      f"{verdict['visible']}{hidden}")
-        for message in verdict.get("visible_messages", []) if verdict["visible"] != "passed" else []:
-            lines.append(f"    {message}")
-        if verdict.get("hidden_message"):
-            lines.append(f"    hidden check: {verdict['hidden_message']}")
-        if verdict.get("hidden_note"):
-            lines.append(f"    ({verdict['hidden_note']})")
-        if verdict.get("next_allowed"):
-            lines.append(f"    next check of the hidden tests allowed at {verdict['next_allowed']}")
-        elif verdict.get("attempts_left") is not None:
-            lines.append(f"    attempts left now: {verdict['attempts_left']}")
+        lines += [f"    {note}" for note in verdict_notes(verdict)]
     return lines
 
 
+def verdict_notes(verdict: dict) -> list[str]:
+    """What an exercise's verdict says beyond passed / failed: the failing visible checks' messages, the hidden
+    check's, why a hidden verdict is not shown, and the attempts left or when the hidden tests may next be checked."""
+    notes = list(verdict.get("visible_messages", [])) if verdict["visible"] != "passed" else []
+    if verdict.get("hidden_message"):
+        notes.append(f"hidden check: {verdict['hidden_message']}")
+    if verdict.get("hidden_note"):
+        notes.append(f"({verdict['hidden_note']})")
+    if verdict.get("next_allowed"):
+        notes.append(f"next check of the hidden tests allowed at {verdict['next_allowed']}")
+    elif verdict.get("attempts_left") is not None:
+        notes.append(f"attempts left now: {verdict['attempts_left']}")
+    return notes
+
+
 def report_html(reply: dict) -> str:
-    rows = "".join(
-        f"<tr><td>{html.escape(line.split('  ')[0])}</td><td>{html.escape('  '.join(line.split('  ')[1:]))}</td></tr>"
-        if not line.startswith("    ") else f"<tr><td></td><td><small>{html.escape(line.strip())}</small></td></tr>"
-        for line in report_lines(reply)[1:])
-    return f"<b>{html.escape(report_lines(reply)[0])}</b><table>{rows}</table>"
+    """The verdicts as the button shows them: a line that a screen reader announces (the score, or why there is
+    none), then a table with a header row, a row per exercise and its messages in the last column."""
+    lines = report_lines(reply)
+    if reply.get("status") != "graded":
+        return _announce(html.escape(lines[0]), "".join(f"<div>{html.escape(line.strip())}</div>" for line in lines[1:]))
+    rows = []
+    for verdict in reply.get("exercises", []):
+        points = "?" if verdict.get("points") is None else f"{verdict['points']:g}"
+        cells = [f"{points} / {verdict['max_points']:g}", verdict["visible"], verdict.get("hidden") or "none"]
+        rows.append(f"<tr><th scope=\"row\">{html.escape(verdict['exercise'])}</th>"
+                    + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+                    + "<td>" + "<br>".join(html.escape(n) for n in verdict_notes(verdict)) + "</td></tr>")
+    problems = "".join(f"<div>note: {html.escape(p)}</div>" for p in reply.get("problems", []))
+    table = ("<table><caption>Verdicts per exercise</caption><thead><tr><th scope=\"col\">exercise</th>"
+             "<th scope=\"col\">points</th><th scope=\"col\">visible checks</th><th scope=\"col\">hidden tests</th>"
+             f"<th scope=\"col\">messages</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return _announce(html.escape(lines[0]), problems + table)
+
+
+def _announce(summary: str, details: str = "", urgent: bool = False) -> str:
+    """The summary in a live region, so that a screen reader reads it when it changes without the student moving
+    there (role=alert for what stopped the submission, role=status otherwise); the details follow it."""
+    role = "alert" if urgent else "status"
+    return f'<div role="{role}" aria-live="{"assertive" if urgent else "polite"}"><b>{summary}</b></div>{details}'
+
+
+class _RunLog:
+    """When the kernel ran which code: what the saved file lacks, if it was run after the file was saved, is an
+    edit the student has not saved (the kernel cannot see the editor; unsaved edits never run go unnoticed)."""
+
+    def __init__(self):
+        self.runs: list[tuple[float, str]] = []
+
+    def record(self, info) -> None:
+        source = getattr(info, "raw_cell", "") or ""
+        if source.strip():
+            self.runs.append((time.time(), source))
+
+    def unsaved(self, path: Path) -> list[tuple[float, str]]:
+        try:
+            import nbformat
+
+            saved_at = path.stat().st_mtime
+            cells = nbformat.read(path, as_version=4).cells
+        except Exception:  # noqa: BLE001 - an unreadable file is the service's to refuse, with its reason
+            return []
+        sources = {c.source.strip() for c in cells if c.cell_type == "code"}
+        return [(at, source) for at, source in self.runs if at > saved_at and source.strip() not in sources]
+
+
+_run_log: _RunLog | None = None
+
+
+def _watch_runs() -> _RunLog | None:
+    global _run_log
+    if _run_log is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return None
+        shell = get_ipython()
+        if shell is None:
+            return None
+        _run_log = _RunLog()
+        shell.events.register("pre_run_cell", _run_log.record)
+    return _run_log
 
 
 def _saved_notebook(chapter: str | None) -> Path:
@@ -161,12 +230,18 @@ def _saved_notebook(chapter: str | None) -> Path:
 
 def button(server: str | None = None, token: str | None = None, notebook: str | os.PathLike | None = None,
            chapter: str | None = None):
-    """A Submit button: posts the notebook as last saved, then shows the verdicts and the next allowed times."""
+    """A Submit button: posts the notebook as last saved, then shows the verdicts and the next allowed times.
+
+    It is a plain button (a keyboard's Enter or Space presses it); what it says next appears in a live region that
+    screen readers announce. Code run after the last save that the saved file lacks is named before anything is
+    sent: save and press again, or press again to send the saved file as it is."""
     import ipywidgets as widgets
 
-    press = widgets.Button(description="Submit", icon="upload", tooltip="Save the notebook first: the saved file is sent",
-                           button_style="primary")
-    shown = widgets.HTML(value="<small>Save the notebook (Ctrl-S), then press Submit.</small>")
+    press = widgets.Button(description="Submit", icon="upload", button_style="primary",
+                           tooltip="Send the notebook as last saved (save it first) to be graded")
+    shown = widgets.HTML(value=_announce("Save the notebook (Ctrl-S), then press Submit: the saved file is sent."))
+    runs = _watch_runs()
+    warned: set[str] = set()
 
     def show(text: str) -> None:
         shown.value = text
@@ -175,25 +250,40 @@ def button(server: str | None = None, token: str | None = None, notebook: str | 
         try:
             path = Path(notebook) if notebook else _saved_notebook(chapter)
             saved = time.strftime("%H:%M:%S", time.localtime(path.stat().st_mtime))
-            show(f"Sending {html.escape(path.name)} (saved at {saved})…")
+            unsaved = runs.unsaved(path) if runs else []
+            if unsaved and {source for _, source in unsaved} != warned:  # said once; a second press sends
+                warned.clear()
+                warned.update(source for _, source in unsaved)
+                first = unsaved[0][1].strip().splitlines()[0][:80]
+                show(_announce(
+                    f"Not sent: {path.name} was saved at {saved}, and code you ran later is not in it "
+                    f"(first: “{html.escape(first)}”, run at {time.strftime('%H:%M:%S', time.localtime(unsaved[0][0]))}).",
+                    "<div>Save the notebook (Ctrl-S), then press Submit. To send the saved file as it is, press Submit "
+                    "again.</div>", urgent=True))
+                return
+            warned.clear()
+            show(_announce(f"Sending {html.escape(path.name)} as saved at {saved}…"))
 
             def waiting(reply: dict) -> None:
                 where = f", position {reply['position']}" if reply.get("position") else ""
-                show(f"Submission {reply.get('id')}: {html.escape(str(reply.get('status')))}{where}; about "
-                     f"{reply.get('estimated_wait_s', '?')} s…")
+                show(_announce(f"Submission {reply.get('id')}: {html.escape(str(reply.get('status')))}{where}; about "
+                               f"{reply.get('estimated_wait_s', '?')} s…"))
 
             reply = submit(path, server, token, chapter, on_update=waiting)
             show(report_html(reply))
         except SubmitError as error:
             retry = f" Try again in {error.retry_after} s." if error.retry_after else ""
-            show(f"<b>Not submitted:</b> {html.escape(str(error))}{retry}")
+            show(_announce(f"Not submitted: {html.escape(str(error))}{retry}", urgent=True))
         except Exception as error:  # noqa: BLE001 - a button must always say what happened
-            show(f"<b>Not submitted:</b> {html.escape(type(error).__name__)}: {html.escape(str(error))}")
+            show(_announce(f"Not submitted: {html.escape(type(error).__name__)}: {html.escape(str(error))}",
+                           urgent=True))
         finally:
             press.disabled = False
+            press.description = "Submit"
 
     def clicked(_):
         press.disabled = True
+        press.description = "Submitting…"
         threading.Thread(target=work, daemon=True).start()
 
     press.on_click(clicked)
