@@ -15,6 +15,10 @@ an allow-list (no class, no data: or javascript: link) and their metadata keeps 
 only its kernel's and language's names. A markdown cell that is not the course's own is rendered
 once, cleaned and kept as a raw HTML cell, so that no markdown pass runs over the cleaned HTML again.
 Long cells are cut and shown without colours, and a page not made in FEEDBACK_SECONDS is a plain one.
+A page is in the language of the student's notebook edition (its metadata's "language", which sanitize keeps when
+it is one the course has, EDITIONS): the Chinese edition's page has nbgrader's headings, the verdicts, the notes and
+the term policy's penalty and visibility lines in Chinese (PAGE_WORDS, POLICY_SENTENCES), and the chapter's Chinese
+markdown (i18n/zh/<chapter>.po) counts as the course's own.
 Scores come from the job's result, so
 feedback needs no gradebook and is made in parallel by the workers; after manual grading,
 `nbgrader generate_feedback` remakes it.
@@ -72,7 +76,7 @@ def capped(text) -> str:
     return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [cut]"
 
 
-def from_trusted_side(nb: NotebookNode, cells: dict) -> None:
+def from_trusted_side(nb: NotebookNode, cells: dict, language: str = "en") -> None:
     """Hidden failures without their message; the student's outputs after the first graded test left out; once a
     test cell with hidden tests has run, an error keeps its type and at most MESSAGE_CAP characters of its message,
     and one that the student's code raised keeps only its type (its message may carry a hidden test's inputs)."""
@@ -85,22 +89,26 @@ def from_trusted_side(nb: NotebookNode, cells: dict) -> None:
             seen_test = True
             reported = cells.get(meta.get("grade_id"), {})
             if reported.get("hidden_failure"):
-                cell.outputs = [new_output("error", ename="HiddenTestFailed", evalue=HIDDEN_FAILED,
-                                           traceback=[f"HiddenTestFailed: {HIDDEN_FAILED}"])]
+                said = words(language)[HIDDEN_FAILED]
+                cell.outputs = [new_output("error", ename="HiddenTestFailed", evalue=said,
+                                           traceback=[f"HiddenTestFailed: {said}"])]
             elif hidden_ran:
                 for output in cell.get("outputs", []):
                     if output.get("output_type") == "error":
-                        message = STUDENT_ERROR if reported.get("student_error") else capped(output.get("evalue", ""))
+                        message = words(language)[STUDENT_ERROR] if reported.get("student_error") \
+                            else capped(output.get("evalue", ""))
                         output.evalue, output.traceback = message, [f"{output.get('ename', 'Error')}: {message}"]
                     elif output.get("output_type") == "stream":  # a test that prints what the student's code returned
                         output.text = capped(output.get("text", ""))
             hidden_ran = hidden_ran or "BEGIN HIDDEN TESTS" in cell.source
         elif seen_test and cell.get("outputs"):
-            cell.outputs = [new_output("stream", name="stdout", text=LEFT_OUT + "\n")]
+            cell.outputs = [new_output("stream", name="stdout", text=words(language)[LEFT_OUT] + "\n")]
 
 
-def term_notes(term: "TermView", held: int) -> list[str]:
+def term_notes(term: "TermView", held: int, language: str = "en") -> list[str]:
     """The policy's lines at the top of a page: the penalty and why, and which scores wait for the due date."""
+    if language == "zh":
+        return chinese_term_notes(term, held)
     notes = []
     if term.late_penalty > 0 or term.penalty_reason:
         notes.append(f"Late submission: {term.penalty_reason} (-{term.late_penalty:g} points on this notebook)")
@@ -110,18 +118,137 @@ def term_notes(term: "TermView", held: int) -> list[str]:
     return notes
 
 
-def plain_feedback(entry: dict, student: str, chapter: str, notebook: str, term: "TermView | None" = None) -> str:
+def plain_feedback(entry: dict, student: str, chapter: str, notebook: str, term: "TermView | None" = None,
+                   language: str = "en") -> str:
     """A page with the scores and the grader's notes, for when the notebook itself cannot be rendered. Before the due
     date (``term.hidden_verdicts`` false) a test cell with hidden tests shows no score."""
     term = term or TermView()
     held = set() if term.hidden_verdicts else {gid for gid, c in entry.get("cells", {}).items() if c.get("test") and c.get("hidden", True)}
     rows = "".join(f"<tr><td>{html.escape(str(gid))}</td><td>{c['auto_score']:g} / {c['max_score']:g}</td></tr>"
-                   if gid not in held else f"<tr><td>{html.escape(str(gid))}</td><td>{html.escape(term.note)}</td></tr>"
+                   if gid not in held else f"<tr><td>{html.escape(str(gid))}</td><td>{html.escape(policy_in(term.note, language))}</td></tr>"
                    for gid, c in entry.get("cells", {}).items() if c.get("test"))
     notes = "".join(f"<li>{html.escape(str(n))}</li>"
-                    for n in term_notes(term, len(held)) + entry.get("problems", []) + entry.get("repairs", []))
-    return (f"<html><body><h1>{html.escape(notebook)} ({html.escape(chapter)}) for {html.escape(student)}</h1>"
+                    for n in term_notes(term, len(held), language) + entry.get("problems", []) + entry.get("repairs", []))
+    heading = words(language)["{notebook} ({chapter}) for {student}"].format(
+        notebook=html.escape(notebook), chapter=html.escape(chapter), student=html.escape(student))
+    return (f"<html{' lang=' + chr(34) + HTML_LANG[language] + chr(34) if language in HTML_LANG else ''}><body><h1>{heading}</h1>"
             f"<table>{rows}</table><ul>{notes}</ul></body></html>")
+
+
+# ---- the page in the language of the student's edition ---------------------------------------------------------
+
+EDITION_KEY = "language"  # the notebook metadata that names its edition (autograder/i18n.py writes "zh")
+EDITIONS = {"zh"}  # the editions a page can be written in besides English
+HTML_LANG = {"zh": "zh-Hans"}
+# What this module writes on a page, by its English. A key missing from a language is a KeyError in the tests.
+PAGE_WORDS = {
+    "zh": {
+        "a hidden test failed (hidden tests and their messages are not shown in feedback)":
+            "一个隐藏测试未通过（反馈中不显示隐藏测试及其信息）",
+        "[left out of feedback: what the notebook printed after the first graded test]":
+            "[反馈中略去：第一个评分测试之后 notebook 打印的内容]",
+        "raised by your code after hidden tests had called it (its message is not shown in feedback)":
+            "由你的代码在隐藏测试调用它之后抛出（反馈中不显示其信息）",
+        "visible checks passed; {note}": "可见检查已通过；{note}",
+        "The grader noted:": "评分程序的说明：",
+        "a figure of the notebook": "notebook 中的一幅图",
+        "{notebook} ({chapter}) for {student}": "{notebook}（{chapter}），学生 {student}",
+        "Late submission: {reason} (-{points} points on this notebook)": "迟交：{reason}（本 notebook 扣 {points} 分）",
+        "Before the due date this page shows the visible checks only: {note}. The score of {held} test cell{s} with "
+        "hidden tests is not counted above until then.":
+            "截止日期之前，本页只显示可见检查的结果：{note}。含隐藏测试的 {held} 个测试单元格的得分在那之前不计入上面的总分。",
+    },
+}
+# nbgrader's feedback template (formgrader/templates/feedback/index.html.j2) writes these; each pattern is anchored on
+# the template's own markup (a class or a heading the student's cleaned outputs cannot carry).
+TEMPLATE_WORDS = {
+    "zh": [
+        (r"<html>", '<html lang="zh-Hans">'),
+        (r"(<h4>[^<]*) \(Score: ([^)<]*)\)</h4>", r"\1（得分：\2）</h4>"),
+        (r'(<li><a href="#[^"]*">)Test cell</a> \(Score: ([^)<]*)\)</li>', r"\1测试单元格</a>（得分：\2）</li>"),
+        (r'(<li><a href="#[^"]*">)Coding free-response</a> \(Score: ([^)<]*)\)</li>', r"\1编程简答</a>（得分：\2）</li>"),
+        (r'(<li><a href="#[^"]*">)Written response</a> \(Score: ([^)<]*)\)</li>', r"\1书面回答</a>（得分：\2）</li>"),
+        (r'(<li><a href="#[^"]*">)Task</a> \(Score: ([^)<]*)\)</li>', r"\1任务</a>（得分：\2）</li>"),
+        (r'(<li><a href="#comment-[^"]*">)Comment</a></li>', r"\1评语</a></li>"),
+        (r'<li class="late-penalty">Late submission penalty \(Score: ([^)<]*)\)</li>',
+         r'<li class="late-penalty">迟交扣分（得分：\1）</li>'),
+        (r'<span class="pull-right">(\s*)Score: ([^<]*?) <a href="#top">\(Top\)</a>',
+         r'<span class="pull-right">\1得分：\2 <a href="#top">（回到顶部）</a>'),
+        (r'<span class="pull-right"><a href="#top">\(Top\)</a></span>', r'<span class="pull-right"><a href="#top">（回到顶部）</a></span>'),
+        (r"<span class=\"nbgrader-label\">Student's answer</span>", '<span class="nbgrader-label">学生的答案</span>'),
+        (r"<span class=\"nbgrader-label\">Student's task</span>", '<span class="nbgrader-label">学生的任务</span>'),
+        (r'<span class="nbgrader-label">Grade cell: <code>', '<span class="nbgrader-label">评分单元格：<code>'),
+        (r'<span class="nbgrader-label">Task: <code>', '<span class="nbgrader-label">任务：<code>'),
+        (r"<b>Comments:</b>", "<b>评语：</b>"),
+    ],
+}
+# The sentences autograder/policy.py writes (Penalty.reason, Policy.visibility_note), as patterns, in Chinese. A
+# sentence none of them reads stays English on a Chinese page (tests/test_i18n_feedback.py covers every form).
+STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+POLICY_SENTENCES = {
+    "zh": [
+        (rf"^submitted (?P<submitted>{STAMP}), after the last accepted time (?P<last>{STAMP}) \((?P<whose>your extended due date"
+         rf"|the due date) (?P<due>{STAMP}) \+ (?P<days>[\d.]+) days?\): not accepted, 0 points$",
+         "提交于 {submitted}，晚于最后接受时间 {last}（{whose} {due} 加 {days} 天）：不予接受，0 分"),
+        (rf"^submitted (?P<submitted>{STAMP}), (?P<n>\d+) started days? after (?P<whose>your extended due date|the due date) "
+         rf"(?P<due>{STAMP}): (?P<percent>[\d.]+)% off(?P<cap> \(the cap\))? at (?P<per_day>[\d.]+)% per day$",
+         "提交于 {submitted}，在{whose} {due} 之后的第 {n} 天内（不足一天按一天计）：扣 {percent}%{cap}，每天 {per_day}%"),
+        (r"^the LMS marked it late and the export gives no submission time; charged as 1 started day: (?P<percent>[\d.]+)% off"
+         r"(?P<cap> \(the cap\))? at (?P<per_day>[\d.]+)% per day$",
+         "教学平台标记为迟交，导出的数据里没有提交时间；按迟交 1 天计：扣 {percent}%{cap}，每天 {per_day}%"),
+        (r"^the hidden tests' verdicts are not shown in feedback in this course$", "本课程的反馈中不显示隐藏测试的结果"),
+        (rf"^the hidden tests' verdicts are shown after the due date \((?P<due>{STAMP})\)$", "隐藏测试的结果在截止日期（{due}）之后显示"),
+    ],
+}
+POLICY_WORDS = {"zh": {"your extended due date": "你延期后的截止日期", "the due date": "截止日期", " (the cap)": "（已达上限）"}}
+
+
+def words(language: str) -> dict[str, str]:
+    """This module's page texts in ``language`` (English: the texts themselves)."""
+    table = PAGE_WORDS.get(language)
+    if table is None:
+        return _EnglishWords()
+    return table
+
+
+class _EnglishWords(dict):
+    def __missing__(self, key: str) -> str:
+        return key
+
+
+def policy_in(sentence: str, language: str) -> str:
+    """A sentence of autograder/policy.py in ``language``; one it has no pattern for stays as it is."""
+    for pattern, template in POLICY_SENTENCES.get(language, []):
+        found = re.match(pattern, sentence)
+        if found:
+            parts = {name: POLICY_WORDS[language].get(value, value) if value else "" for name, value in found.groupdict().items()}
+            return template.format(**parts)
+    return sentence
+
+
+def chinese_term_notes(term: "TermView", held: int) -> list[str]:
+    said, notes = words("zh"), []
+    if term.late_penalty > 0 or term.penalty_reason:
+        notes.append(said["Late submission: {reason} (-{points} points on this notebook)"].format(
+            reason=policy_in(term.penalty_reason, "zh"), points=f"{term.late_penalty:g}"))
+    if held:
+        notes.append(said["Before the due date this page shows the visible checks only: {note}. The score of {held} test "
+                          "cell{s} with hidden tests is not counted above until then."].format(
+            note=policy_in(term.note, "zh"), held=held, s=""))
+    return notes
+
+
+def edition_of(nb: NotebookNode) -> str:
+    """The edition a (sanitized) notebook says it is: one of EDITIONS, else English."""
+    language = nb.get("metadata", {}).get(EDITION_KEY)
+    return language if isinstance(language, str) and language in EDITIONS else "en"
+
+
+def in_language(page: str, language: str) -> str:
+    """nbgrader's template words of a rendered page in ``language``."""
+    for pattern, replacement in TEMPLATE_WORDS.get(language, []):
+        page = re.sub(pattern, replacement, page, count=1 if pattern == "<html>" else 0)
+    return page
 
 
 # What a student's notebook may carry into a page, by allow-list: a page (the feedback, or the autograded notebook as
@@ -246,6 +373,8 @@ def notebook_metadata(metadata) -> dict:
     language = _fields(metadata.get("language_info"), {field: name for field in LANGUAGE_FIELDS})
     if language:
         kept["language_info"] = language
+    if isinstance(metadata.get(EDITION_KEY), str) and metadata[EDITION_KEY] in EDITIONS:  # a course edition's name only
+        kept[EDITION_KEY] = metadata[EDITION_KEY]
     return kept
 
 
@@ -341,8 +470,32 @@ def sanitize(nb: NotebookNode, course_markdown: frozenset[str] = frozenset()) ->
 
 @functools.lru_cache(maxsize=16)
 def course_markdown(source: str) -> frozenset[str]:
-    """The markdown cells of a chapter's source notebook (a path), as the course wrote them."""
-    return frozenset(c.source for c in nbformat.read(source, as_version=4).cells if c.cell_type == "markdown")
+    """The markdown cells of a chapter's source notebook (a path), as the course wrote them, and their translations
+    in each edition's catalog (i18n/<language>/<chapter>.po): a Chinese notebook's text is the course's too."""
+    english = [c for c in nbformat.read(source, as_version=4).cells if c.cell_type == "markdown"]
+    own = {c.source for c in english}
+    chapter = os.path.basename(os.path.dirname(os.path.abspath(source)))
+    for language in sorted(EDITIONS):
+        catalog = _catalog(chapter, language)
+        if catalog is None:
+            continue
+        for cell in english:
+            message = catalog.get(cell.source, context=cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or None)
+            if message is not None and message.string and not message.fuzzy:
+                own.add(message.string)
+    return frozenset(own)
+
+
+def _catalog(chapter: str, language: str):
+    """The chapter's catalog in ``language`` (autograder/i18n.py), or None without one (or without Babel)."""
+    try:
+        import i18n
+    except ImportError:
+        return None
+    try:
+        return i18n.read_catalog(chapter, language)
+    except SystemExit:  # an unreadable catalog: its text is then shown as the student's (cleaned), never trusted
+        return None
 
 
 # How much of a notebook's code a feedback page shows and colours: pygments takes about 4.4 s a MB (a 1 MB cell took 98 s
@@ -455,7 +608,8 @@ class FeedbackExporter(HTMLExporter):
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self,
                                                                        resources=resources))
         page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-        return re.sub(r"<img\b(?![^>]*\balt=)", '<img alt="a figure of the notebook"', page), resources
+        alt = words(edition_of(nb))["a figure of the notebook"]
+        return re.sub(r"<img\b(?![^>]*\balt=)", f'<img alt="{alt}"', page), resources
 
 
 @functools.lru_cache(maxsize=1)
@@ -484,7 +638,7 @@ PENDING = "visible checks passed; {note}"  # the same words whether the hidden t
 HIDDEN_REGION = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
 
 
-def visible_only(nb: NotebookNode, cells: dict, note: str) -> list[str]:
+def visible_only(nb: NotebookNode, cells: dict, note: str, language: str = "en") -> list[str]:
     """Before the due date: a graded test cell with hidden tests shows no score and no hidden verdict, only what its
     visible checks said (a visible check's failure as usual; otherwise one line that reads the same whether the hidden
     tests passed or not). Returns the grade ids whose scores are held back."""
@@ -499,7 +653,8 @@ def visible_only(nb: NotebookNode, cells: dict, note: str) -> list[str]:
         if visible_failed:  # as HideTestOutputs would: the visible check's error only
             cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         else:
-            cell.outputs = [new_output("stream", name="stdout", text=PENDING.format(note=note) + "\n")]
+            cell.outputs = [new_output("stream", name="stdout",
+                                       text=words(language)[PENDING].format(note=policy_in(note, language)) + "\n")]
         held.append(meta.get("grade_id"))
         # No score line for it on the page (the template shows one for grade cells only); nbgrader's ClearHiddenTests
         # refuses a hidden region outside a grade cell, so the region goes here, as it would there.
@@ -518,13 +673,13 @@ def feedback_html(nb: NotebookNode, entry: dict, student: str, chapter: str, not
     except FeedbackTooSlow:
         entry.setdefault("problems", []).append(
             f"the feedback page could not be made within {FEEDBACK_SECONDS} s; a plain one with the scores was written")
-        return plain_feedback(entry, student, chapter, notebook, term)
+        return plain_feedback(entry, student, chapter, notebook, term, edition_of(nb))
 
 
-def notes_cell(notes: list) -> NotebookNode:
+def notes_cell(notes: list, language: str = "en") -> NotebookNode:
     """The grader's notes as HTML written into the page once (they quote the student's names and ids: escaped)."""
     items = "".join(f"<li>{html.escape(str(note))}</li>" for note in notes)
-    return as_html_cell(f"<p><strong>The grader noted:</strong></p><ul>{items}</ul>", {})
+    return as_html_cell(f"<p><strong>{words(language)['The grader noted:']}</strong></p><ul>{items}</ul>", {})
 
 
 def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, notebook: str, deadline: float,
@@ -538,16 +693,17 @@ def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, no
             meta["points"] = cells[meta["grade_id"]]["max_score"]
         if utils.is_solution(cell) or utils.is_grade(cell):
             meta.setdefault("comment", None)
-    from_trusted_side(nb, cells)
-    held = [] if term.hidden_verdicts else visible_only(nb, cells, term.note)
+    language = edition_of(nb)
+    from_trusted_side(nb, cells, language)
+    held = [] if term.hidden_verdicts else visible_only(nb, cells, term.note, language)
     shown_in_feedback(nb)
     # Markdown cells left here are the course's own (sanitize made a student's raw HTML): formulas as MathML, offline.
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = markdown_with_mathml(cell.source)
-    notes = term_notes(term, len(held)) + entry.get("problems", []) + entry.get("repairs", [])
+    notes = term_notes(term, len(held), language) + entry.get("problems", []) + entry.get("repairs", [])
     if notes:
-        nb.cells.insert(0, notes_cell(notes))
+        nb.cells.insert(0, notes_cell(notes, language))
     from jupyter_core.paths import jupyter_config_dir
 
     counted = [c for gid, c in cells.items() if gid not in held]
@@ -557,4 +713,4 @@ def _feedback_page(nb: NotebookNode, entry: dict, student: str, chapter: str, no
     for pre in (ClearHiddenTests(), RedactTracebacks(), HideTestOutputs()):
         nb, resources = pre.preprocess(nb, resources)
     body, _ = exporter().from_notebook_node(nb, resources=resources, deadline=deadline)
-    return without_mathjax(body)
+    return in_language(without_mathjax(body), language)
