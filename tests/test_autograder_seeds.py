@@ -83,6 +83,32 @@ def test_the_secret_is_made_once_readable_by_its_owner_only(tmp_path):
     assert inputs_fingerprint(None) == "fixed" and inputs_fingerprint("a") != inputs_fingerprint("b")
 
 
+def test_a_job_is_graded_again_when_its_students_seed_changes(tmp_path):
+    import grade
+
+    submission, out = tmp_path / "submitted" / "alice" / CH7, tmp_path / "result"
+    submission.mkdir(parents=True)
+    (submission / f"{CH7}.ipynb").write_text("{}")
+    out.mkdir()
+    seed = student_seed(SECRET, CH7, "alice")
+    (out / "result.json").write_text(json.dumps({"course_version": "v1", "hidden_inputs": inputs_fingerprint(seed),
+                                                 "submission_hash": grade.submission_hash(submission)}))
+    assert grade.up_to_date(out, submission, "v1", seed)
+    assert not grade.up_to_date(out, submission, "v1", student_seed("a new secret for the course " * 2, CH7, "alice"))
+    assert not grade.up_to_date(out, submission, "v1", None), "graded with a seed, not with the fixed inputs"
+
+
+def test_job_py_reads_the_secret_file_or_says_why_not(tmp_path, capsys):
+    import job
+
+    base = [str(tmp_path), "--chapter", CH7, "--student", "alice", "--out", str(tmp_path / "out")]
+    assert job.main(base + ["--secret", str(tmp_path / "missing")]) == 2
+    assert "cannot read the secret file" in capsys.readouterr().err
+    (tmp_path / "short").write_text("abc\n")
+    assert job.main(base + ["--secret", str(tmp_path / "short")]) == 2
+    assert "no usable secret" in capsys.readouterr().err
+
+
 # -- every chapter's solution under a few students' seeds (seeds_check.py runs 50) ----------------------------------
 
 @pytest.mark.slow
