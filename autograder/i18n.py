@@ -207,7 +207,8 @@ def state(message: Message) -> str:
 # prints. Code (fenced and inline), formulas (display and inline), link targets and HTML tags are kept as written;
 # the numbers of the prose are kept as a multiset (a Chinese sentence may order them differently).
 FENCE = re.compile(r"```.*?```", re.S)
-INLINE_CODE = re.compile(r"`[^`\n]+`")
+# A code span may wrap a line (CommonMark joins it with a space), never a paragraph: a blank line ends the search.
+INLINE_CODE = re.compile(r"`(?:[^`\n]|\n(?![ \t]*\n))+`")
 DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.S)
 INLINE_MATH = re.compile(r"\$[^$\n]+\$")
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
@@ -233,15 +234,13 @@ def kept_parts(text: str) -> dict[str, Counter]:
 
 
 def emphasis(text: str) -> Counter:
-    """The bold and italic spans a markdown cell renders (code and formulas left out): a translation keeps them. A
-    ``**`` between Chinese punctuation and a character (``**绝对折扣。**从``) is not a delimiter in CommonMark, so it
-    shows as two stars."""
-    import mistune  # nbconvert's markdown parser, installed with the course
+    """The bold and italic spans a markdown cell renders, rendered by nbconvert's own markdown filter (its code spans
+    and formulas are tokens, so nothing inside them counts, and a span that ends in one, ``**only when `training`**``,
+    is bold as a reader sees it): a translation keeps them. A ``**`` between Chinese punctuation and a character
+    (``**绝对折扣。**从``) is not a delimiter in CommonMark, so it shows as two stars."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-    for pattern in (FENCE, DISPLAY_MATH, INLINE_CODE, INLINE_MATH):
-        text = pattern.sub(" ", text)
-    html = mistune.create_markdown(plugins=["table"])(text)
-    return Counter(tag for tag in re.findall(r"<(strong|em)>", html))
+    return Counter(re.findall(r"<(strong|em)>", markdown2html_mistune(text)))
 
 
 def differences(english: str, translated: str) -> list[str]:

@@ -163,6 +163,27 @@ def test_bold_beside_chinese_punctuation_must_still_render():
     assert i18n.differences(english, "**绝对折扣**。从每个计数中减去固定的 $D$。") == []
 
 
+def test_a_bold_span_that_ends_in_code_or_a_formula_counts_as_bold():
+    """nbconvert renders **only when `training`** bold; the check once replaced code by a space before rendering, so
+    the closing ** followed a space and the span counted as not bold (catalogs added a space after it to match)."""
+    english = "Dropout acts **only when `training`** is true, **the offset $m - n$** matters."
+    assert i18n.emphasis(english) == {"strong": 2}
+    assert i18n.differences(english, "丢弃法**只在 `training`** 为真时起作用，**偏移 $m - n$** 才重要。") == []
+    found = i18n.differences(english, "丢弃法**只在 `training`**为真时起作用，**偏移 $m - n$** 才重要。")
+    assert found and found[0].startswith("emphasis: the English renders {'strong': 2}, the translation {'strong': 1}"), \
+        "a ** after a code span and before a Chinese character is not a delimiter: it shows as stars"
+    assert i18n.emphasis("**x $a*b$ y** and `*not em*`") == {"strong": 1}, "nothing inside a formula or code counts"
+
+
+def test_a_code_span_that_wraps_a_line_is_one_span():
+    english = "Call `build_vocab(sentences,\nmin_count=2)` first, then `replace_rare`."
+    assert i18n.kept_parts(english)["code"] == {"`build_vocab(sentences, min_count=2)`": 1, "`replace_rare`": 1}
+    assert i18n.differences(english, "先调用 `build_vocab(sentences, min_count=2)`，再调用 `replace_rare`。") == []
+    assert i18n.kept_parts("`a` one\n\ntwo `b`")["code"] == {"`a`": 1, "`b`": 1}, "a blank line ends a span"
+    assert "code: missing '`replace_rare`'" in " ".join(
+        i18n.differences(english, "先调用 `build_vocab(sentences, min_count=2)`，再调用 replace_rare。"))
+
+
 def test_a_faithful_translation_keeps_everything_it_must():
     assert i18n.differences(ENGLISH, CHINESE_OK) == []
     assert i18n.differences(ENGLISH, CHINESE_OK.replace("243（其中 71%", "71%（其中 243")) == [], \
