@@ -71,9 +71,9 @@ STUDENT_ERROR = "raised by your code after hidden tests had called it (its messa
 MESSAGE_CAP = 200  # characters of an error's message, once hidden tests have run
 
 
-def capped(text) -> str:
+def capped(text, limit: int = MESSAGE_CAP) -> str:
     text = text if isinstance(text, str) else "".join(text)
-    return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [cut]"
+    return text if len(text) <= limit else text[:limit] + " [cut]"
 
 
 def from_trusted_side(nb: NotebookNode, cells: dict, language: str = "en") -> None:

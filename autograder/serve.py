@@ -1,11 +1,12 @@
 """Students submit during the term: a service that grades a chapter's notebook with the course's own grader.
 
-    python autograder/serve.py WORKSPACE [--port 8000] [--host 127.0.0.1] [--db-url URL] [--jobs N] [--queue N]
+    python autograder/serve.py WORKSPACE [--port 8000] [--host 127.0.0.1] [--db-url URL] [--jobs N] [--queue N] [--hub]
     python autograder/serve.py WORKSPACE issue-tokens roster.csv [--out tokens.csv] [--reissue]
     python autograder/serve.py WORKSPACE export [--chapter CH ...]
 
 The instructor starts it on the grading machine; students hold a token each (``issue-tokens``, stored hashed) and
-``POST /submit/{chapter}`` their saved notebook (``python -m seqlab.submit`` or the notebook's Submit button). Each
+``POST /submit/{chapter}`` their saved notebook (in a JupyterHub, ``--hub``: the Hub's users with their Hub tokens,
+autograder/serve_hub.py) (``python -m seqlab.submit`` or the notebook's Submit button). Each
 submission is stored, then graded by the very job grade.py runs (job.run_job in a process pool of sandboxes, the
 same two runners), and the student reads per exercise (a graded test cell): the visible checks' messages, and the
 hidden tests as passed / failed, with which hidden check failed (its description, never its values) only where the
@@ -50,6 +51,7 @@ sys.path.insert(0, str(HERE))
 
 import grade  # noqa: E402 - the pool's worker functions, the chapters, student ids: the same as batch grading
 import policy as term_policy  # noqa: E402
+from feedback import capped  # noqa: E402 - messages cut as feedback pages cut them
 from job import graded_notebooks  # noqa: E402
 from sandbox import Limits, bubblewrap  # noqa: E402
 
@@ -59,8 +61,8 @@ from sqlalchemy import (Column, Float, Integer, LargeBinary, MetaData, PrimaryKe
                         create_engine, func, select)
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20  # as batch grading reads (job.read_student refuses larger ones in the worker)
-MESSAGE_CAP = 200  # characters of a hidden check's message, where the schedule shows it (as feedback.py caps)
-# a visible check's message is the student's own notebook's; cut at 200 it lost the hint that ends it
+# a hidden check's message, where the schedule shows it, is cut as feedback pages cut it (feedback.MESSAGE_CAP); a
+# visible check's is the student's own notebook's, and cut there it lost the hint that ends it
 VISIBLE_MESSAGE_CAP = 1000
 WAITING = ("queued", "grading")
 
@@ -154,11 +156,6 @@ class Refused(Exception):
 
 
 # -- verdicts -----------------------------------------------------------------------------------------------------------
-
-def capped(text: str, limit: int = MESSAGE_CAP) -> str:
-    text = text if isinstance(text, str) else "".join(text)
-    return text if len(text) <= limit else text[:limit] + " [cut]"
-
 
 def hidden_check(error: dict) -> str:
     """What a failed hidden check may say: which check failed, never its values. seqlab.check's messages read
@@ -287,6 +284,7 @@ class Service:
         self.grading_s = 15.0  # a running mean of one job's seconds, for "try in N s"
         self.consumers: list[asyncio.Task] = []
         self.stopping = False
+        self.hub = None  # serve_hub.HubStudents where the Hub says who the students are (--hub)
         self.policy = term_policy.for_workspace(workspace, policy_file, self.chapters)  # a bad file stops the start
         self.policy_seen = self.policy_stat()
         # grade.py's secret: a student's hidden tests draw the same inputs here as in the final grading
@@ -348,6 +346,11 @@ class Service:
             shutil.rmtree(self.work_root, ignore_errors=True)
 
     # who is asking
+    async def identify(self, authorization: str | None) -> str:
+        if self.hub is not None:
+            return await self.hub.student_of(authorization, grade.clean_id, Refused)
+        return self.student_of(authorization)
+
     def student_of(self, authorization: str | None) -> str:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -680,8 +683,8 @@ def make_app(service: Service):
               refusal=getattr(request.state, "refusal", None))
         return response
 
-    def who(request: Request, authorization: str | None) -> str:
-        request.state.student = service.student_of(authorization)
+    async def who(request: Request, authorization: str | None) -> str:
+        request.state.student = await service.identify(authorization)
         return request.state.student
 
     @app.get("/health")
@@ -691,7 +694,7 @@ def make_app(service: Service):
 
     @app.post("/submit/{chapter}", status_code=202)
     async def submit(chapter: str, request: Request, authorization: str | None = Header(default=None)):
-        student = who(request, authorization)
+        student = await who(request, authorization)
         service.chapter_named(chapter)
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > MAX_NOTEBOOK_BYTES:
@@ -709,16 +712,16 @@ def make_app(service: Service):
 
     @app.get("/submissions")
     async def own_submissions(request: Request, authorization: str | None = Header(default=None)):
-        student = who(request, authorization)
+        student = await who(request, authorization)
         return {"student": student, "submissions": service.listing(student)}
 
     @app.get("/submissions/{sid}")
     async def one_submission(sid: int, request: Request, authorization: str | None = Header(default=None)):
-        return service.submission(who(request, authorization), sid)
+        return service.submission(await who(request, authorization), sid)
 
     @app.get("/limits/{chapter}")
     async def limits(chapter: str, request: Request, authorization: str | None = Header(default=None)):
-        student = who(request, authorization)
+        student = await who(request, authorization)
         return {"chapter": service.chapter_named(chapter), "exercises": service.limits_of(student, chapter)}
 
     return app
@@ -833,8 +836,10 @@ def main(argv: list[str] | None = None) -> int:
     elif command == "export":
         parser.add_argument("--chapter", action="append", help="only this chapter (repeatable)")
     else:
-        parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--host", help="default 127.0.0.1 (with --hub: JUPYTERHUB_SERVICE_URL's)")
+        parser.add_argument("--port", type=int, help="default 8000 (with --hub: JUPYTERHUB_SERVICE_URL's)")
+        parser.add_argument("--hub", action="store_true", help="run as a JupyterHub service: the Hub's users submit "
+                            "with their Hub tokens (autograder/serve_hub.py; needs seqlab[hub])")
         parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel sandboxes (default: every core)")
         parser.add_argument("--queue", type=int, default=32, help="submissions that may wait; beyond: 503, try later")
         parser.add_argument("--per-student", type=int, default=2, help="a student's submissions that may wait at once")
@@ -862,6 +867,18 @@ def main(argv: list[str] | None = None) -> int:
         print("serve: bubblewrap (bwrap) is missing or cannot create namespaces here, so submitted code cannot be "
               "isolated; install it, or pass --allow-unsandboxed to accept that risk", file=sys.stderr)
         return 2
+    hub = None
+    if args.hub:
+        import serve_hub
+
+        try:
+            hub = serve_hub.HubStudents()
+        except serve_hub.HubUnavailable as error:
+            print(f"serve: {error}", file=sys.stderr)
+            return 2
+        host, port = serve_hub.listen_address(args.host, args.port)
+    else:
+        host, port = args.host or "127.0.0.1", args.port or 8000
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     engine = engine_for(workspace, args.db_url)
     setup_logs(workspace / "service")
@@ -872,12 +889,14 @@ def main(argv: list[str] | None = None) -> int:
     except term_policy.PolicyError as error:
         print(f"serve: {error}", file=sys.stderr)
         return 2
+    service.hub = hub
     import uvicorn
 
     # the workers fork before the server opens its socket, so no grading process holds the port
     service.start_pool()
     try:
-        uvicorn.run(make_app(service), host=args.host, port=args.port, log_config=None, access_log=False,
+        app = make_app(service)
+        uvicorn.run(hub.mounted(app) if hub else app, host=host, port=port, log_config=None, access_log=False,
                     timeout_graceful_shutdown=5)
     finally:
         service.close()
