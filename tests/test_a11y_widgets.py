@@ -30,7 +30,7 @@ import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from matplotlib.colors import to_rgb  # noqa: E402
+from matplotlib.colors import to_hex, to_rgb  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from course import learner_marks, learner_run, solution_notebooks  # noqa: E402
@@ -336,8 +336,9 @@ def shell():
 
     shell = InteractiveShell.instance()
     select_figure_formats(shell, {"png"})
-    assert a11y.install(shell)
-    yield shell
+    with matplotlib.rc_context():  # install() sets the colour cycle: not for the worker's later tests
+        assert a11y.install(shell)
+        yield shell
     shell.display_formatter.mimebundle_formatter.pop("matplotlib.figure.Figure", None)
     InteractiveShell.clear_instance()
 
@@ -364,6 +365,26 @@ def test_a_displayed_figure_carries_alt_text_and_its_numbers_rendered_once(shell
     parsed = Tables(data["text/html"])
     assert "<details" in data["text/html"] and parsed.tables[0]["rows"] == [["cat", "0.5"], ["dog", "0.3"], ["eel", "0.2"]]
     plt.close(figure)
+
+
+def test_an_explorer_shown_in_a_notebook_names_its_slider_handles(shell, monkeypatch):
+    """ipywidgets leaves a slider's handle (role="slider") unnamed; the explorer sends the script that names it."""
+    from IPython.core.displaypub import CapturingDisplayPublisher
+    from IPython.display import display
+
+    from seqlab.widgets import SLIDER_NAMES_JS
+
+    shell.display_pub = CapturingDisplayPublisher()
+    box = gradflow.gradient_flow_widget(length=5)
+    display(box)
+    widget_view, script = shell.display_pub.outputs
+    assert widget_view["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] == box.model_id
+    assert script["data"]["application/javascript"].strip() == SLIDER_NAMES_JS.strip()
+    assert "aria-label" in SLIDER_NAMES_JS and "'.widget-slider'" in SLIDER_NAMES_JS and '[role="slider"]' in SLIDER_NAMES_JS
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # while grading: the widget only
+    shell.display_pub.clear_output()
+    display(box)
+    assert [list(o["data"]) for o in shell.display_pub.outputs] == [list(widget_view["data"])]
 
 
 def test_no_html_and_no_png_while_grading(shell):
@@ -506,16 +527,77 @@ def seqlab_figures():
     yield "positional", transformer.positional_figure(16, 3, 12)
 
 
-def test_every_text_of_seqlabs_figures_has_contrast_of_at_least_4_5():
-    for name, figure in seqlab_figures():
-        for text in figure.findobj(Text):
-            if not (text.get_visible() and text.get_text().strip()):
-                continue
-            box = text.get_bbox_patch()
-            background = box.get_facecolor() if box is not None else "white"
-            ratio = contrast(text.get_color(), background[:3] if not isinstance(background, str) else background)
-            assert ratio >= 4.5, f"{name}: {text.get_text()!r} in {text.get_color()} has contrast {ratio:.2f}:1"
-        plt.close(figure)
+SMALLEST_TEXT_PX = 11  # issue 47: text at least 11 px high at 1280 px (JupyterLab's column there: NOTEBOOK_COLUMN_PX)
+MIN_CONTRAST = 4.5  # WCAG 2.1 AA, 1.4.3, for text under 18 pt
+
+
+def texts_on_their_background(figure) -> list[tuple[Text, float, tuple]]:
+    """(text, its height on screen in px, the colour behind it) for every text the figure draws. The colour behind
+    is the median of the pixels in the text's box with every text hidden: a label on a white axis, a number on a
+    heatmap's cell, a symbol on a coloured node alike."""
+    import test_figures
+
+    width, _ = test_figures.png_size(figure)  # draws the figure, so each text knows its box
+    scale = min(1.0, test_figures.NOTEBOOK_COLUMN_PX / width)
+    drawn = test_figures.drawn_texts(figure)
+    renderer = figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in drawn]
+    visible = [t.get_visible() for t in drawn]
+    for t in drawn:
+        t.set_visible(False)
+    figure.canvas.draw()
+    pixels = np.asarray(figure.canvas.buffer_rgba())[..., :3] / 255.0
+    for t, shown in zip(drawn, visible):
+        t.set_visible(shown)
+    height = pixels.shape[0]
+    found = []
+    for t, box in zip(drawn, boxes):
+        x0, x1 = int(max(box.x0, 0)), int(min(box.x1, pixels.shape[1]))
+        y0, y1 = int(max(height - box.y1, 0)), int(min(height - box.y0, height))
+        patch = pixels[y0:y1, x0:x1].reshape(-1, 3)
+        behind = tuple(np.median(patch, axis=0)) if len(patch) else (1.0, 1.0, 1.0)
+        found.append((t, t.get_fontsize() * figure.dpi / 72 * scale, behind))
+    return found
+
+
+def too_small_or_faint(figure) -> list[str]:
+    return [f"{t.get_text()[:30]!r}: {px:.1f} px, {contrast(t.get_color(), behind):.2f}:1 on {to_hex(behind)}"
+            for t, px, behind in texts_on_their_background(figure)
+            if px < SMALLEST_TEXT_PX - 0.05 or contrast(t.get_color(), behind) < MIN_CONTRAST]
+
+
+def every_course_figure():
+    """seqlab's figures at their largest usual settings and the diagrams the notebooks draw (tests/test_figures.py),
+    in the colours a notebook draws them (seqlab.a11y.install's colour cycle)."""
+    import test_figures
+    from cycler import cycler
+
+    with matplotlib.rc_context({"axes.prop_cycle": cycler(color=list(a11y.PALETTE))}):
+        for name, draw in test_figures.SEQLAB_FIGURES:
+            yield name, draw()
+        for chapter in sorted({chapter for chapter, _, _ in test_figures.NOTEBOOK_DIAGRAMS}):
+            yield from ((f"{chapter}: {name}", figure) for name, figure in test_figures.notebook_diagrams(chapter))
+
+
+def test_every_text_of_the_course_figures_is_11_px_with_contrast_of_4_5(capsys):
+    failures = {}
+    for name, figure in every_course_figure():
+        bad = too_small_or_faint(figure)
+        if bad:
+            failures[name] = bad[:3] + ([f"... {len(bad) - 3} more"] if len(bad) > 3 else [])
+        plt.close("all")
+    assert not failures, f"texts under {SMALLEST_TEXT_PX} px or {MIN_CONTRAST}:1: {failures}"
+
+
+def test_the_text_check_finds_small_faint_and_hidden_text():
+    figure, ax = plt.subplots(figsize=(4, 3))
+    ax.imshow(np.full((2, 2), 0.95), cmap="viridis", vmin=0, vmax=1)  # a bright yellow cell under the next text
+    ax.text(0.5, 0.5, "white on yellow", color="w", fontsize=10)
+    ax.text(1, 1, "tiny", fontsize=6)
+    ax.set_title("grey", color="#999999")
+    found = " ".join(too_small_or_faint(figure))
+    assert "'white on yellow'" in found and "'tiny'" in found and "'grey'" in found
+    plt.close(figure)
 
 
 def test_seqlabs_figures_have_alt_text_and_their_numbers_as_text():

@@ -361,7 +361,8 @@ def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: 
     which a notebook scales down to about 60%, and its labels to 6 px. Two a row stay within
     ``seqlab.widgets.FIGURE_WIDTH``, with labels of 8 pt (11 px at 100 dpi). All heads share their axes
     (labels on the left column and the bottom row only) and fit ALL_HEADS_HEIGHT: a long sequence gets
-    labels down to 7 pt, then every other label, rather than a figure taller than the window.
+    labels of 8 pt (11 px, the smallest text the course draws: issue 47) on every row while they fit, then on every
+    other row (or every third...), rather than a figure taller than the window.
     """
     import matplotlib.pyplot as plt
 
@@ -398,13 +399,12 @@ def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: 
         axes[0, 0].xaxis.label.set_fontsize(9)
         axes[0, 0].yaxis.label.set_fontsize(9)
     fig.tight_layout()
-    # The row labels as large as the rows the layout left them allow: 8 pt, down to 7 pt, then every other one.
+    # Row labels of 8 pt on as many rows as leave them apart: all of them, or every other one, ...
     pitch_pt = axes.flat[0].get_window_extent().height / max(len(rows), 1) * 72 / fig.dpi
-    fontsize = min(8.0, pitch_pt / 1.02)  # a label is as tall as its size in points
-    every = 1 if fontsize >= 7.0 else math.ceil(7.0 * 1.02 / pitch_pt)
+    every = max(1, math.ceil(8.0 * 1.02 / pitch_pt))  # a label is as tall as its size in points
     shown = [r if r != " " else "␣" for r in rows]
     for ax in axes.flat[:len(heads)]:
-        ax.set_yticks(range(0, len(rows), every), shown[::every], fontsize=max(fontsize, 7.0))
+        ax.set_yticks(range(0, len(rows), every), shown[::every], fontsize=8.0)
     fig.tight_layout()
     return fig
 

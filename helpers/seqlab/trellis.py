@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from seqlab.a11y import attach
-from seqlab.widgets import FIGURE_WIDTH, control_row, show_error, show_figure, show_text, text_view
+from seqlab.widgets import FIGURE_WIDTH, Explorer, control_row, show_error, show_figure, show_text, text_view
 
 __all__ = ["TrellisFrame", "trellis_frame", "draw_trellis", "trellis_text", "trellis_explorer"]
 
@@ -130,7 +130,7 @@ def trellis_explorer(
     *,
     initial_sentence: str = "the old man the boats .",
     max_words: int = 16,
-) -> widgets.VBox:
+) -> Explorer:
     """Type a sentence, step through Viterbi with a slider.
 
     ``decode(words)`` must return ``(delta, back)``, each of shape ``(len(words), len(states))``.
@@ -175,4 +175,4 @@ def trellis_explorer(
     text.observe(new_sentence, names="value")
     step.observe(redraw, names="value")
     new_sentence()
-    return widgets.VBox([control_row([text, step]), output, table])
+    return Explorer([control_row([text, step]), output, table])

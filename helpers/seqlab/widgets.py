@@ -17,8 +17,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-__all__ = ["NOTEBOOK_COLUMN_PX", "FIGURE_WIDTH", "SLIDER_WIDTH", "show_figure", "show_error", "text_view", "show_text",
-           "figure_widget",
+__all__ = ["NOTEBOOK_COLUMN_PX", "FIGURE_WIDTH", "SLIDER_WIDTH", "SLIDER_NAMES_JS", "Explorer", "show_figure", "show_error",
+           "text_view", "show_text", "figure_widget",
            "control_row", "wrap_caption", "top_next_words", "context_from_text", "next_word_explorer"]
 
 ProbFn = Callable[[str, tuple], float]
@@ -61,6 +61,49 @@ def show_figure(output: widgets.Output, figure: Figure) -> None:
     output.outputs = ({"output_type": "display_data", "data": data, "metadata": metadata},)
 
 
+# ipywidgets 8 draws a slider with noUiSlider, whose handle (role="slider", the part that takes the keyboard) has no
+# accessible name: the description's <label> points at no input, and ipywidgets passes noUiSlider no handle
+# attributes (leongersen/noUiSlider#1019; axe's aria-input-field-name, serious). So a course widget, when a notebook
+# shows it, also sends this script: it names every slider handle after its description, now and whenever the front
+# end draws one again (a slider whose range changes is drawn anew). JupyterLab, Notebook 7 and Colab run it; where a
+# front end runs no scripts, the handles stay unnamed and the widget works as before.
+SLIDER_NAMES_JS = """
+(() => {
+  if (window.seqlabNameSliders) { window.seqlabNameSliders(); return; }
+  const nameSliders = () => {
+    for (const slider of document.querySelectorAll('.widget-slider')) {
+      const label = slider.querySelector(':scope > .widget-label');
+      const name = label ? label.textContent.trim() : '';
+      if (!name) continue;
+      for (const handle of slider.querySelectorAll('[role="slider"]')) {
+        if (handle.getAttribute('aria-label') !== name) handle.setAttribute('aria-label', name);
+      }
+    }
+  };
+  let queued = false;
+  new MutationObserver(() => {
+    if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; nameSliders(); }); }
+  }).observe(document.body, {childList: true, subtree: true});
+  window.seqlabNameSliders = nameSliders;
+  nameSliders();
+})();
+"""
+
+
+class Explorer(widgets.VBox):
+    """A course widget: a VBox that, shown in a notebook, also names its sliders for screen readers
+    (:data:`SLIDER_NAMES_JS`; not while grading, where nothing is shown)."""
+
+    def _ipython_display_(self, **kwargs) -> None:
+        from IPython.display import Javascript, display
+
+        from seqlab.grading import is_grading
+
+        display(self._repr_mimebundle_(**kwargs), raw=True)
+        if not is_grading():
+            display(Javascript(SLIDER_NAMES_JS))
+
+
 def text_view() -> widgets.HTML:
     """Where a widget's text equivalent goes: a collapsed block with the numbers of its figure (seqlab.a11y)."""
     return widgets.HTML(value="", layout=widgets.Layout(width="100%"))
@@ -88,7 +131,7 @@ def show_error(output: widgets.Output) -> None:
     output.outputs = ({"output_type": "error", "ename": kind.__name__, "evalue": str(error), "traceback": lines},)
 
 
-def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.ValueWidget]) -> widgets.VBox:
+def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.ValueWidget]) -> Explorer:
     """Controls on top, a figure below, and below that the figure as text (a collapsed block of sentences and
     tables, seqlab.a11y); ``draw(**values)`` makes a new figure on every change, and the text follows it.
 
@@ -119,7 +162,7 @@ def figure_widget(draw: Callable[..., Figure], controls: Mapping[str, widgets.Va
     for control in controls.values():
         control.observe(redraw, names="value")
     redraw()
-    return widgets.VBox([control_row(list(controls.values())), output, text])
+    return Explorer([control_row(list(controls.values())), output, text])
 
 
 # A slider this wide keeps a track of about 200 px beside its 80 px description and its read-out: a drag
