@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -93,16 +94,26 @@ def spaced_rows(count: int, most: int = MAX_TABLE_ROWS) -> list[int]:
     return sorted({round(i * (count - 1) / (most - 1)) for i in range(most)})
 
 
+_MATH = [(re.compile(p), r) for p, r in (
+    (r"\\(?:langle)\s*", "<"), (r"\s*\\(?:rangle)", ">"), (r"\\partial\s*", "d"), (r"\\\|", "||"),
+    (r"\\(?:lambda|sigma|delta|alpha|beta|gamma|theta|mu|pi)", lambda m: m.group(0)[1:]),
+    (r"\\(?:mathrm|mathbf|mathit|left|right|,|;|!|quad|qquad)", ""), (r"[${}\\]", ""))]
+
+
 def _plain(text: str) -> str:
-    """A matplotlib label without its mathtext dollars and backslashes, for reading aloud."""
-    text = text.replace("$", "").replace("\\langle ", "<").replace("\\rangle", ">")
-    for command in ("\\partial ", "\\partial", "\\|", "\\lambda", "\\mathrm", "\\left", "\\right"):
-        text = text.replace(command, {"\\partial ": "d", "\\partial": "d", "\\|": "||", "\\lambda": "lambda"}.get(command, ""))
-    return " ".join(text.replace("{", "").replace("}", "").replace("\\", "").split())
+    """A matplotlib label without its mathtext markup, for reading aloud: $\\|W\\|_2$ -> ||W||_2."""
+    for pattern, replacement in _MATH:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
 
 
 def _tick_names(axis) -> dict[float, str]:
-    """Tick positions of ``axis`` that carry a label, to name bars and heatmap rows by."""
+    """The tick labels of ``axis`` that name its positions (set by the figure: words, tokens, categories), by
+    position; none for an axis of plain numbers, whose positions are named by their value."""
+    from matplotlib.ticker import LogFormatter, ScalarFormatter
+
+    if isinstance(axis.get_major_formatter(), (ScalarFormatter, LogFormatter)):  # matplotlib's numbers: "0.0", "10^2"
+        return {}
     names = {}
     for location, label in zip(axis.get_ticklocs(), axis.get_ticklabels()):
         if label.get_text().strip():
