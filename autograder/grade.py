@@ -50,7 +50,7 @@ from dask_grading import peak_mib  # noqa: E402 - the pool's workers report it a
 from job import SECRET_FILE, course_secret, course_version, failed_result, graded_notebooks, inputs_fingerprint, \
     run_job, student_seed, submission_hash  # noqa: E402
 from lms import MAPPING_FILE, LmsError, Mapping, canvas_file, moodle_folder  # noqa: E402
-from policy import Policy, PolicyError, for_workspace, parse_time, stamp, utc_now  # noqa: E402
+from policy import Policy, PolicyError, for_workspace, parse_time, stamp, timestamp_text, utc_now  # noqa: E402
 from safe_input import Refused, describe, entries, is_real_dir, open_zip, read_file, shown, utf8_text, \
     zip_member_problem  # noqa: E402
 from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
@@ -394,7 +394,7 @@ def collect(source: Path, submitted: Path, wanted: list[str], lms: str | None = 
         folder = folder_for(student, chapter)
         if folder is not None:  # a zip carries no timestamp.txt of its own (only notebooks are read from it)
             (folder / "timestamp.txt").unlink(missing_ok=True)  # never write through a link left in the workspace
-            (folder / "timestamp.txt").write_text(moment.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+            (folder / "timestamp.txt").write_text(timestamp_text(moment))
     for index, (student, chapter, late) in enumerate(seen["late"]):  # a zip file's flag: every chapter it held
         if chapter is None:
             seen["late"][index:index + 1] = [(student, c, late) for c in wanted if (submitted / student / c).is_dir()]

@@ -137,6 +137,12 @@ def stamp(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def timestamp_text(moment: dt.datetime) -> str:
+    """nbgrader's timestamp.txt for a moment (parse_time reads it back); grade.py writes one for a zip's notebooks,
+    the submission service for each exported submission."""
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
 def days_text(span: dt.timedelta) -> str:
     days = span / DAY
     return f"{days:g} day{'s' if days != 1 else ''}"

@@ -812,8 +812,8 @@ def export_submitted(workspace: Path, wanted: list[str] | None, db_url: str | No
             folder = workspace / "submitted" / student / chapter
             folder.mkdir(parents=True, exist_ok=True)
             (folder / graded_notebooks(grade.SOLUTIONS / chapter)[0].name).write_bytes(notebook)
-            stamp = dt.datetime.fromtimestamp(row.received_at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-            (folder / "timestamp.txt").write_text(stamp + "\n")
+            received = dt.datetime.fromtimestamp(row.received_at, dt.timezone.utc)
+            (folder / "timestamp.txt").write_text(term_policy.timestamp_text(received) + "\n")
             written += 1
     print(f"serve: {written} submission(s) written to {workspace / 'submitted'}; grade them with "
           f"python autograder/grade.py {workspace}", file=sys.stderr)
