@@ -48,7 +48,7 @@ sys.path.insert(0, str(HERE))
 from course_preprocessors import KeepWarningsVisible  # noqa: E402
 from safe_input import Refused, entries, is_real_dir, read_file, shown  # noqa: E402
 from executor import Execution, Plan, run  # noqa: E402
-from feedback import course_markdown, sanitize  # noqa: E402
+from feedback import EDITION_KEY, EDITIONS, course_markdown, sanitize  # noqa: E402
 from sandbox import Limits, Sandbox  # noqa: E402
 from wire import json_problem  # noqa: E402 - on the path executor puts there
 
@@ -330,6 +330,9 @@ def rebuild(canon: NotebookNode, student: NotebookNode) -> tuple[NotebookNode, l
         cells.append(taken[gid])
         cells += extras.get(gid, [])
     nb = nbformat.v4.new_notebook(cells=cells, metadata=json.loads(json.dumps(canon.metadata)))
+    edition = student.get("metadata", {}).get(EDITION_KEY) if isinstance(student.get("metadata"), dict) else None
+    if isinstance(edition, str) and edition in EDITIONS:  # the edition the student worked in: the feedback's language
+        nb.metadata[EDITION_KEY] = edition
     for cell in nb.cells:
         cell.pop("id", None)
         if cell.cell_type == "code":

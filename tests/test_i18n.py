@@ -395,6 +395,14 @@ def test_the_grader_gives_a_chinese_submission_the_scores_of_the_same_code_in_en
     assert scores["zh-partly-wrong"] == scores["en-partly-wrong"], scores
     lost = {gid for gid, points in scores["en-partly-wrong"][2].items() if points < cells[gid]}
     assert lost == {gid for gid in cells if "vocab" in gid}, f"the planted mistake should cost build_vocab's points only: {lost}"
+    # The job's feedback page for the Chinese submission is in Chinese (feedback.py), the English one's in English.
+    stem = GRADED_CHAPTER
+    chinese_page = (tmp_path / "out" / "zh-partly-wrong" / f"{stem}.html").read_text(encoding="utf-8")
+    english_page = (tmp_path / "out" / "en-partly-wrong" / f"{stem}.html").read_text(encoding="utf-8")
+    assert '<html lang="zh-Hans">' in chinese_page and "得分：" in chinese_page and "测试单元格" in chinese_page, \
+        "the job's feedback page for the Chinese submission is not in Chinese"
+    assert "Score:" not in chinese_page and "Test cell</a>" not in chinese_page
+    assert "(Score: " in english_page and "得分" not in english_page
 
 
 # ---- what seqlab says: the check messages in the notebook's language ------------------------------------------
