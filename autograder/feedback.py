@@ -280,6 +280,19 @@ def clean_html(text: str) -> str:
                         strip_comments=True)
 
 
+def page_clean_html(text: str) -> str:
+    """The page template's cleaning (nbconvert's ``clean_html`` filter: code, outputs and raw cells) with this module's
+    tags added. nbconvert's own list lacks p, h1-h6, details, img and the table's parts, so a student's markdown that
+    :func:`clean_html` already made safe came out as escaped text (``&lt;p&gt;``); its ``class`` and ``id`` on every
+    tag stay, for the highlighted code's spans (a student's HTML has lost them to :func:`clean_html` before)."""
+    from nbconvert.filters.strings import _get_default_css_sanitizer
+
+    sanitizer = _get_default_css_sanitizer()
+    return bleach.clean(text, tags={*bleach.ALLOWED_TAGS, "div", "pre", "code", "span", "table", "tr", "td", *SAFE_TAGS},
+                        attributes={**bleach.ALLOWED_ATTRIBUTES, **SAFE_ATTRIBUTES, "*": ["class", "id"]},
+                        protocols=SAFE_PROTOCOLS, **({"css_sanitizer": sanitizer} if sanitizer else {}))
+
+
 def _text(value) -> str:
     if isinstance(value, str):
         return value
@@ -605,6 +618,7 @@ class FeedbackExporter(HTMLExporter):
         self.highlighters[lexer].begin_page(deadline)
         self.register_filter("highlight_code", self.filters.get("highlight_code", self.highlighters[lexer]))
         self.register_filter("ansi2html", lambda text: _before(deadline) or ansi2html(text))
+        self.register_filter("clean_html", page_clean_html)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self,
                                                                        resources=resources))
         page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)

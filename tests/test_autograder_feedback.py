@@ -162,6 +162,22 @@ def test_the_courses_own_markdown_keeps_its_html():
     assert with_html or before, "the chapter has markdown to keep"
 
 
+def test_a_students_own_markdown_and_the_graders_notes_are_html_on_the_page_not_escaped_text():
+    """nbconvert's template cleans raw cells again with a shorter list of tags than feedback's: a student's written
+    answer (made a raw cell by sanitize) showed its paragraphs, headings and <details> as &lt;p&gt; text."""
+    chapter = CHAPTERS[0]
+    course = feedback.course_markdown(str(source_of(chapter)))
+    answer = "## My answer\n\nThe **bigram** model wins.\n\n<details><summary>Why</summary>Fewer zeros.</details>"
+    nb = feedback.sanitize(nbformat.v4.new_notebook(cells=[new_markdown_cell(answer)]), course)
+    scored = score_cells(canonical_of(chapter), None, "not graded in this test")
+    entry = {"cells": scored, "problems": ["a note from the grader"], "repairs": []}
+    page = feedback.feedback_html(nb, entry, "mallory", chapter, source_of(chapter).stem)
+    for shown in ("<h2", "<p>The <strong>bigram</strong> model wins.</p>", "<details><summary>Why</summary>",
+                  "<p><strong>The grader noted:</strong></p>"):
+        assert shown in page, shown
+    assert "&lt;p&gt;" not in page and "&lt;h2&gt;" not in page and "&lt;details&gt;" not in page
+
+
 @pytest.mark.parametrize("text", list(MARKDOWN.values()), ids=list(MARKDOWN))
 def test_an_edited_course_explanation_is_cleaned_like_the_students_own(text):
     chapter = CHAPTERS[1]
