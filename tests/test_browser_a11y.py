@@ -32,8 +32,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from browser import (accept_kernel_dialog, chromium, chromium_path, error_outputs, new_page, open_notebook,
-                     run_all_cells, wait_until_idle, widget_box)
+from browser import (accept_kernel_dialog, chromium, chromium_path, code_prompts, error_outputs, new_page,
+                     open_notebook, run_all_cells, wait_until_idle, widget_box)
 from course import BUILD, CHAPTERS, NOTEBOOKS, SOLUTIONS, execute, nbgrader_meta
 from servers import TEST_SETTINGS, TOKEN, jupyter, shut_down_kernels
 
@@ -239,13 +239,26 @@ def wait_for_saved_widgets(page, views: int, seconds: float = 60) -> None:
 # notebook there costs about 10 s of the suite's time.
 CASES = [(chapter, app) for app in ("lab", "notebook") for chapter in CHAPTERS if app == "lab" or chapter in KEYBOARD]
 
-# The one violation inside the notebooks' content that the course cannot remove from Python: ipywidgets 8 draws a
-# slider's handle (noUiSlider, role="slider") with no accessible name, and its description label is not tied to
-# it (jupyterlab-manager passes noUiSlider no handle attributes; leongersen/noUiSlider#1019). The test reports it
-# and xfails while it is the only one; any other serious or critical violation in the content fails.
-UNNAMED_SLIDER_GAP = ("aria-input-field-name on the noUiSlider handle of an ipywidgets slider (its description is "
-                      "not tied to the handle; the explorers' text equivalents and the slider's value still reach a "
-                      "screen reader); see docs/accessibility.md")
+# ipywidgets 8 draws a slider's handle (noUiSlider, role="slider") with no accessible name and ties no label to it
+# (leongersen/noUiSlider#1019); seqlab.widgets.Explorer names every handle with a script (SLIDER_NAMES_JS). An unnamed
+# handle in the content means that script did not run or missed a slider: it fails like any other violation, and the
+# report counts such handles apart.
+
+
+def run_whole_notebook(page, attempts: int = 2) -> None:
+    """Run All, then wait until every cell has run. Once (10:24 on a loaded machine, chapter 2) a Run All ran one
+    cell and the kernel went idle with the rest never queued and no error shown: Run All again then, since what this
+    test checks is the rendered notebook, not the menu."""
+    for attempt in range(attempts):
+        run_all_cells(page)
+        try:
+            wait_until_idle(page, seconds=90 if attempt + 1 < attempts else 240)
+            return
+        except TimeoutError:
+            stalled = (page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count()
+                       and not error_outputs(page) and not any("*" in p for p in code_prompts(page)))
+            if not stalled or attempt + 1 == attempts:
+                raise
 
 
 def is_unnamed_slider_handle(failure: str) -> bool:
@@ -268,8 +281,7 @@ def test_no_serious_violations_in_the_notebook(chapter, app, served, front_ends)
         with new_page(browser, width=1280, height=800) as page:
             if app == "lab":
                 open_notebook(page, base, app, f"{chapter}/{chapter}.ipynb")
-                run_all_cells(page)
-                wait_until_idle(page)
+                run_whole_notebook(page)
                 assert not error_outputs(page), f"errors in the notebook: {error_outputs(page)[:1]}"
             else:
                 page.goto(f"{base}/notebooks/{chapter}/{chapter}.ipynb?token={TOKEN}")
@@ -288,12 +300,9 @@ def test_no_serious_violations_in_the_notebook(chapter, app, served, front_ends)
                                           "axe_seconds": round(axe_seconds, 1)}
             if app == "lab" and chapter in KEYBOARD:
                 walk = keyboard_walk(page, chapter, KEYBOARD[chapter])
-            others = [f for f in failures if f not in unnamed_sliders]
-            assert not others, (f"{len(others)} serious or critical axe violations in {chapter}'s content in "
-                                f"{app}:\n" + "\n".join(others[:12]))
-            if unnamed_sliders:
-                pytest.xfail(f"{len(unnamed_sliders)} ipywidgets slider handle(s) without an accessible name in "
-                             f"{chapter} ({app}): {UNNAMED_SLIDER_GAP}")
+            assert not failures, (f"{len(failures)} serious or critical axe violations in {chapter}'s content in "
+                                  f"{app} ({len(unnamed_sliders)} of them slider handles left unnamed: did "
+                                  f"seqlab.widgets.SLIDER_NAMES_JS run?):\n" + "\n".join(failures[:12]))
     finally:
         shut_down_kernels(base)
         if f"{chapter} {app}" in REPORT:
