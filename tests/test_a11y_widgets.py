@@ -39,6 +39,7 @@ from seqlab.a11y import number  # noqa: E402
 from seqlab.projector import embedding_projector, nearest, pca_2d  # noqa: E402
 from seqlab.trellis import trellis_explorer, trellis_frame  # noqa: E402
 from seqlab.widgets import next_word_explorer, top_next_words  # noqa: E402
+from test_widget_legibility import RandomModel  # noqa: E402
 
 
 # ---- reading the HTML a widget shows ----------------------------------------------------------------
@@ -125,24 +126,9 @@ def column(table: dict, index: int) -> list[str]:
     return [row[index] for row in table["rows"]]
 
 
-class RandomDecoder:
-    """A decoder whose next-token log-probabilities are a seeded function of the prefix (as in the legibility tests)."""
-
-    V = 6
-
-    def start(self):
-        return torch.zeros(1, 13)
-
-    def step(self, prev, state):
-        state = state.clone()
-        rows = []
-        for b in range(len(prev)):
-            n = int(state[b, 0])
-            state[b, 1 + n], state[b, 0] = float(prev[b]), n + 1
-            logits = np.random.default_rng([3, n, *state[b, 1:2 + n].long().tolist()]).normal(size=self.V)
-            logits[seq2seq.EOS] += 0.6 * n - 1.5
-            rows.append(logits - np.logaddexp.reduce(logits))
-        return torch.tensor(np.stack(rows)), state
+def random_decoder() -> RandomModel:
+    """A small bushy beam tree that ends within a few steps: 6 tokens, </s> likelier at each step."""
+    return RandomModel(V=6, seed=3, eos_slope=0.6, eos_offset=-1.5)
 
 
 # ---- each widget's text follows its controls ----------------------------------------------------------
@@ -222,7 +208,7 @@ def test_projector_table_lists_the_neighbours_the_slider_asks_for():
 
 
 def test_beam_tree_table_lists_every_hypothesis_at_each_width():
-    model = RandomDecoder()
+    model = random_decoder()
     labels = [str(i) for i in range(model.V)]
     box = beamtree.beam_tree_explorer({"x": lambda: (model.step, model.start())}, labels, max_len=5, beam_width=1)
     for width in (1, 3):
@@ -286,7 +272,7 @@ def course_widgets():
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(12)]
     vectors = rng.normal(size=(12, 5))
-    model = RandomDecoder()
+    model = random_decoder()
     rnn, src_vocab, tgt_vocab = load_checkpoint("numbers")
     weights = torch.full((1, 2, 3, 3), 1 / 3)
     maps = {kind: [weights, weights] for kind in ("encoder", "decoder", "cross")}
@@ -516,7 +502,7 @@ def seqlab_figures():
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(12)]
     vectors = rng.normal(size=(12, 5))
-    model = RandomDecoder()
+    model = random_decoder()
     tree = beamtree.beam_tree(model.step, model.start(), 3, max_len=5)
     delta, back = rng.normal(size=(4, 3)), rng.integers(0, 3, size=(4, 3))
     yield "projector", draw_projector(words, vectors, pca_2d(vectors), "w0", 4, "w1 - w2 + w3", title="t")

@@ -114,8 +114,9 @@ class RandomModel:
     """A decoder whose next-token distribution is a seeded function of the prefix: bushier trees than the dates
     model's, for the worst case. Its tokens are one character each, like the dates'."""
 
-    def __init__(self, V: int = 14, seed: int = 0):
+    def __init__(self, V: int = 14, seed: int = 0, eos_slope: float = 0.4, eos_offset: float = -2.0):
         self.V, self.seed = V, seed
+        self.eos_slope, self.eos_offset = eos_slope, eos_offset  # </s> likelier with each step: trees end
 
     def start(self):
         return torch.zeros(1, 13)  # column 0: length, then the prefix
@@ -127,7 +128,7 @@ class RandomModel:
             n = int(state[b, 0])
             state[b, 1 + n], state[b, 0] = float(prev[b]), n + 1
             logits = np.random.default_rng([self.seed, n, *state[b, 1:2 + n].long().tolist()]).normal(size=self.V)
-            logits[seq2seq.EOS] += 0.4 * n - 2
+            logits[seq2seq.EOS] += self.eos_slope * n + self.eos_offset
             rows.append(logits - np.logaddexp.reduce(logits))
         return torch.tensor(np.stack(rows)), state
 
