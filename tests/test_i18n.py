@@ -501,3 +501,127 @@ def test_a_failed_check_reads_in_chinese_with_the_values_and_an_untranslated_nam
         "a name with no entry：得到的是 None\n提示： 函数是不是忘了 `return` 结果？"
     assert failure(seqlab_check.expect_raises, ValueError, lambda: 1, what="count_ngrams(toy, 0)") == \
         "count_ngrams(toy, 0)：应当抛出 ValueError，但没有抛出任何异常"
+
+
+# ---- seqlab's explorers and figures in the edition's language ---------------------------------------------------
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+# What each explorer's controls are called in English (the tests of tests/test_a11y_widgets.py find them by these
+# names): the Chinese edition must not change them there. "n", "alpha", "W_aa", "d_model" are symbols, not words.
+ENGLISH_CONTROLS = {
+    "next-word explorer": ["context", "n", "top k"],
+    "trellis": ["sentence", "step t"],
+    "gradient flow": ["length T", "radius |λ|", "nonlinearity", "cell", "W_aa", "forget bias"],
+    "cell comparison": ["length T", "radius |λ|", "forget bias", "+ LSTM without forget gate"],
+    "projector": ["word", "neighbours", "analogy", "layout"],
+    "beam tree": ["source", "beam width", "alpha"],
+    "attention (chapter 7)": ["source", "output step"],
+    "attention (chapter 8)": ["attention", "layer", "head (-1 all)"],
+    "positional encoding": ["d_model", "position"],
+}
+SYMBOLS = {"n", "alpha", "W_aa", "d_model"}
+
+
+def explorers_in(monkeypatch, language: str) -> dict:
+    from test_a11y_widgets import course_widgets
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv("SEQLAB_LANGUAGE", language)
+    monkeypatch.setattr(seqlab_i18n, "cjk_font", lambda: None, raising=False)  # as on Colab or a bare Debian: no CJK font
+    return course_widgets()
+
+
+def controls_of(box) -> list:
+    import ipywidgets
+
+    from test_a11y_widgets import all_widgets
+
+    return [w for w in all_widgets(box) if getattr(w, "description", "") and not isinstance(w, ipywidgets.Button)]
+
+
+def equivalent_of(box) -> str:
+    from test_a11y_widgets import text_of
+
+    return text_of(box).value
+
+
+def test_every_explorer_is_english_in_the_english_edition(monkeypatch):
+    for name, box in explorers_in(monkeypatch, "en").items():
+        assert [w.description for w in controls_of(box)] == ENGLISH_CONTROLS[name], name
+        text = equivalent_of(box)
+        assert not CJK.search(text), f"{name}: Chinese in the English edition's text equivalent"
+        assert "<summary>The figure as text (follows the controls)</summary>" in text, name
+
+
+def test_every_explorer_speaks_chinese_in_the_zh_edition_even_without_a_chinese_font(monkeypatch):
+    """One explorer of each kind, on a machine without a Chinese font (its figures draw English): its control labels
+    and its text equivalent (summary, each table's caption or headers) are Chinese; a translated drop-down still
+    gives the code its English value."""
+    from test_a11y_widgets import Tables
+
+    for name, box in explorers_in(monkeypatch, "zh").items():
+        controls = controls_of(box)
+        assert len(controls) == len(ENGLISH_CONTROLS[name]), name
+        for english, control in zip(ENGLISH_CONTROLS[name], controls):
+            if english in SYMBOLS:
+                assert control.description == english, f"{name}: the symbol {english!r} is kept as it is"
+            else:
+                assert CJK.search(control.description), f"{name}: the control {english!r} is not in Chinese"
+        text = equivalent_of(box)
+        summary = re.search(r"<summary>(.*?)</summary>", text)
+        assert summary and CJK.search(summary.group(1)), f"{name}: the text equivalent's summary is not Chinese"
+        tables = Tables(text).tables
+        assert tables, name
+        for table in tables:
+            assert CJK.search(table["caption"] + " ".join(table["columns"])), \
+                f"{name}: the table {table['caption']!r} {table['columns']} has neither a Chinese caption nor header"
+    [matrix] = [w for w in controls_of(explorers_in(monkeypatch, "zh")["gradient flow"]) if w.description == "W_aa"]
+    assert matrix.value == "normal" and CJK.search(matrix.label), "a translated drop-down gives the code its value"
+
+
+@pytest.mark.filterwarnings("ignore:Glyph .* missing from font", "ignore:findfont")  # the font is pretended
+def test_a_figure_draws_chinese_only_with_a_chinese_font_and_reads_aloud_in_chinese_either_way(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqlab import a11y, gradflow
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setitem(matplotlib.rcParams, "font.family", list(matplotlib.rcParams["font.family"]))
+    english_title = "gradient of a loss at step T=8; recurrent matrices of radius 0.90"
+    chinese_title = seqlab_i18n.translations("zh").gettext(
+        "gradient of a loss at step T={length}; recurrent matrices of radius {scale}").format(length=8, scale="0.90")
+    assert CJK.search(chinese_title)
+
+    def figure_in(language: str, font: str | None):
+        monkeypatch.setenv("SEQLAB_LANGUAGE", language)
+        monkeypatch.setattr(seqlab_i18n, "cjk_font", lambda: font, raising=False)
+        figure = gradflow.draw_cell_comparison(length=8, scale=0.9)
+        drawn, alt = figure.axes[0].get_title(), a11y.alt_text(figure)
+        plt.close(figure)
+        return drawn, alt
+
+    drawn, alt = figure_in("en", "Noto Sans CJK SC")
+    assert drawn == english_title and not CJK.search(alt), "English stays English, font or none"
+    drawn, alt = figure_in("zh", None)
+    assert drawn == english_title, "without a Chinese font the figure draws English (no empty boxes)"
+    assert chinese_title in alt and "time step t" not in alt, f"the alt text is Chinese all the same: {alt}"
+    drawn, alt = figure_in("zh", "Noto Sans CJK SC")
+    assert drawn == chinese_title and chinese_title in alt
+    assert "Noto Sans CJK SC" in matplotlib.rcParams["font.family"], "the Chinese glyphs come from the font found"
+
+
+def test_the_chinese_font_is_the_first_that_matplotlib_knows(monkeypatch):
+    from matplotlib import font_manager
+
+    def knows(*names):
+        monkeypatch.setattr(font_manager.fontManager, "ttflist",
+                            [font_manager.FontEntry(fname=f"/fonts/{n}.ttf", name=n) for n in names])
+        return seqlab_i18n.cjk_font()
+
+    assert knows("DejaVu Sans", "Liberation Serif") is None
+    assert knows("DejaVu Sans", "WenQuanYi Zen Hei") == "WenQuanYi Zen Hei"
+    assert knows("SimHei", "Noto Sans CJK SC") == "Noto Sans CJK SC", "in the order of CJK_FONTS, not the machine's"

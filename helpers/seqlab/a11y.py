@@ -25,7 +25,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from seqlab.i18n import _
+from seqlab.i18n import _, read_aloud
 
 __all__ = ["PALETTE", "TextTable", "TextEquivalent", "attach", "text_equivalent", "table_html", "equivalent_html",
            "alt_text", "image_html", "figure_html", "install", "MAX_TABLE_ROWS"]
@@ -101,7 +101,9 @@ _MATH = [(re.compile(p), r) for p, r in (
 
 
 def _plain(text: str) -> str:
-    """A matplotlib label without its mathtext markup, for reading aloud: $\\|W\\|_2$ -> ||W||_2."""
+    """A matplotlib label without its mathtext markup, for reading aloud: $\\|W\\|_2$ -> ||W||_2; in the
+    edition's language where the figure drew English for want of a font (seqlab.i18n.figure_text)."""
+    text = read_aloud(text)
     for pattern, replacement in _MATH:
         text = pattern.sub(replacement, text)
     return " ".join(text.split())

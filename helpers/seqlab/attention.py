@@ -36,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlab.i18n import N_, _, figure_text
+
 from seqlab.seq2seq import (BOS, EOS, PAD, TASKS, ComparisonRow, Vocab, accuracy_by_length, chars, count_parameters,
                             decode, encode_pairs, exact_match, task_data, task_vocabs, train)
 
@@ -120,7 +122,7 @@ class AttentionSeq2Seq(nn.Module):
 def checkpoint_record(task: str) -> dict[str, Any]:
     """What ``python -m seqlab.attention --task TASK`` wrote next to the checkpoint."""
     if task not in TASKS:
-        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+        raise ValueError(_("task must be one of {tasks}, got {task!r}").format(tasks=sorted(TASKS), task=task))
     return json.loads((CHECKPOINTS / f"ch07_{task}.json").read_text())
 
 
@@ -144,7 +146,7 @@ def alignment(model: nn.Module, source: str, src_vocab: Vocab, tgt_vocab: Vocab,
     """
     tokens = src_tokens(source)
     if not tokens:
-        raise ValueError("the source is empty")
+        raise ValueError(_("the source is empty"))
     where = next(model.parameters()).device
     model.eval()
     rows, out = [], []
@@ -152,7 +154,7 @@ def alignment(model: nn.Module, source: str, src_vocab: Vocab, tgt_vocab: Vocab,
         ids = torch.tensor([src_vocab.encode(tokens)], device=where)
         state = model.start(ids, torch.tensor([len(tokens)], device=where))
         prev = torch.tensor([BOS], device=where)
-        for _ in range(max_len):
+        for _step in range(max_len):
             log_probs, state = model.step(prev, state)
             rows.append(state["alpha"][0].float().cpu().numpy())
             prev = log_probs.argmax(dim=-1)
@@ -193,8 +195,8 @@ def plot_alignment(ax, weights: np.ndarray, src: Sequence[str], out: Sequence[st
     ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(len(src)), [_shown(t) for t in src], fontsize=8)
     ax.set_yticks(range(len(out)), [_shown(t) for t in out], fontsize=8)
-    ax.set_xlabel("source position t'")
-    ax.set_ylabel("output step t")
+    ax.set_xlabel(figure_text(N_("source position t'")))
+    ax.set_ylabel(figure_text(N_("output step t")))
     if highlight is not None:
         ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
             (-0.5, highlight - 0.5), len(src), 1, fill=False, edgecolor="tab:red", linewidth=2))
@@ -213,7 +215,7 @@ def attention_explorer(model: nn.Module, sources: Sequence[str], src_vocab: Voca
     from seqlab.widgets import FIGURE_WIDTH, figure_widget
 
     if not sources:
-        raise ValueError("attention_explorer needs at least one source to offer")
+        raise ValueError(_("attention_explorer needs at least one source to offer"))
 
     def draw(source: str, step: int):
         src, out, weights = alignment(model, source, src_vocab, tgt_vocab, src_tokens)
@@ -225,8 +227,8 @@ def attention_explorer(model: nn.Module, sources: Sequence[str], src_vocab: Voca
         row = weights[step]
         bottom.bar(range(len(src)), row, color=plt.cm.Reds(0.25 + 0.75 * row / max(row.max(), 1e-9)))
         bottom.set_xticks(range(len(src)), [_shown(t) for t in src], fontsize=8)
-        bottom.set(ylim=(0, 1), xlim=(-0.5, len(src) - 0.5), ylabel="weight",
-                   title=f"output step {step}: {_shown(out[step])!r} attends to ...")
+        bottom.set(ylim=(0, 1), xlim=(-0.5, len(src) - 0.5), ylabel=figure_text(N_("weight")),
+                   title=figure_text(N_("output step {step}: {token!r} attends to ..."), step=step, token=_shown(out[step])))
         bottom.title.set_fontsize(9)
         figure.tight_layout()
         return figure
@@ -237,9 +239,9 @@ def attention_explorer(model: nn.Module, sources: Sequence[str], src_vocab: Voca
         except ValueError:  # an empty source: the figure shows the error
             return 1
 
-    source = widgets.Combobox(value=sources[0], options=list(sources), description="source", ensure_option=False,
+    source = widgets.Combobox(value=sources[0], options=list(sources), description=_("source"), ensure_option=False,
                               continuous_update=False, layout=widgets.Layout(width="24em"))
-    step = widgets.IntSlider(value=0, min=0, max=max(steps_of(sources[0]) - 1, 1), description="output step",
+    step = widgets.IntSlider(value=0, min=0, max=max(steps_of(sources[0]) - 1, 1), description=_("output step"),
                              continuous_update=False)
     box = figure_widget(draw, {"source": source, "step": step})
     source.observe(lambda change: setattr(step, "max", max(steps_of(change["new"]) - 1, 1)), names="value")

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from seqlab.seq2seq import BOS, EOS, select_state
+from seqlab.i18n import N_, _, figure_text, read_aloud
 
 __all__ = ["Node", "BeamTree", "beam_tree", "column_rows", "finished_lines", "box_text", "tree_table", "draw_beam_tree",
            "reference_note", "showcase_source", "beam_tree_explorer"]
@@ -59,7 +60,7 @@ def beam_tree(step: Callable, state: Any, beam_width: int, alpha: float = 0.0, m
     open after ``max_len`` steps finish as they are.
     """
     if beam_width < 1:
-        raise ValueError(f"beam_width must be at least 1, got {beam_width}")
+        raise ValueError(_("beam_width must be at least 1, got {beam_width}").format(beam_width=beam_width))
     tree = BeamTree([Node(0, None, 0, None, (), 0.0, 0.0, "root")])
     live = [0]
     prev = torch.tensor([bos])
@@ -149,7 +150,6 @@ def tree_table(tree: BeamTree, labels: Sequence[str], eos: int = EOS):
     prefix, its log P and normalised score, what beam search did with it, and whether the chosen output passes
     through it. The text equivalent of :func:`draw_beam_tree` (seqlab.a11y), from the same nodes."""
     from seqlab.a11y import TextTable, number
-    from seqlab.i18n import _
 
     on_path = _path(tree)
     rows = column_rows(tree)
@@ -191,8 +191,8 @@ def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = "", fonts
     on_path = _path(tree)
     texts = {n.id: box_text(n, labels, eos) for n in tree.nodes}
     ranking = finished_lines(tree, labels)
-    caption = ["each box: a token and the log P of the prefix it ends; no token: </s> (green: finished)",
-               "finished hypotheses, best (normalised) score first:"] + ranking
+    caption = [figure_text(N_("each box: a token and the log P of the prefix it ends; no token: </s> (green: finished)")),
+               figure_text(N_("finished hypotheses, best (normalised) score first:"))] + ranking
     pitch = 1.6 * fontsize / 72  # inches from one row to the next
     n_rows = max(rows.values()) + 1
     height = n_rows * pitch + (len(caption) + 2) * 1.45 * fontsize / 72 + 0.6
@@ -227,10 +227,10 @@ def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = "", fonts
     from seqlab.a11y import attach
 
     chosen = "".join(labels[t] for t in tree.nodes[tree.best].tokens if t != eos) if tree.best is not None else None
-    attach(figure, (f"{title.splitlines()[0]}. " if title else "")
-           + f"A beam-search tree of {len(tree.nodes)} hypotheses over {steps} steps; "
-           + (f"the chosen output is {chosen!r}." if chosen is not None else "no hypothesis finished."),
-           sentences=caption[1:], tables=[tree_table(tree, labels, eos)])
+    attach(figure, (f"{read_aloud(title).splitlines()[0]}. " if title else "")
+           + _("A beam-search tree of {count} hypotheses over {steps} steps; ").format(count=len(tree.nodes), steps=steps)
+           + (_("the chosen output is {chosen!r}.").format(chosen=chosen) if chosen is not None else _("no hypothesis finished.")),
+           sentences=[read_aloud(line) for line in caption[1:]], tables=[tree_table(tree, labels, eos)])
     return figure
 
 
@@ -238,7 +238,8 @@ def reference_note(output: str, reference: str | None) -> str:
     """What the title says about the output: right, or wrong with the reference beside it."""
     if reference is None:
         return ""
-    return "  (right)" if output == reference else f"  WRONG: the reference is {reference!r}"
+    return figure_text(N_("  (right)")) if output == reference else \
+        figure_text(N_("  WRONG: the reference is {reference!r}"), reference=reference)
 
 
 def showcase_source(starts: Mapping[str, Callable[[], tuple[Callable, Any]]], labels: Sequence[str],
@@ -275,7 +276,7 @@ def beam_tree_explorer(starts: Mapping[str, Callable[[], tuple[Callable, Any]]],
 
     names = list(starts)
     if not names:
-        raise ValueError("beam_tree_explorer needs at least one source")
+        raise ValueError(_("beam_tree_explorer needs at least one source"))
     references = dict(references or {})
     first = showcase_source(starts, labels, references, beam_width, max_len) if references else names[0]
 
@@ -284,17 +285,18 @@ def beam_tree_explorer(starts: Mapping[str, Callable[[], tuple[Callable, Any]]],
         with torch.no_grad():
             tree = beam_tree(step, state, beam_width, alpha, max_len=max_len, top=top)
         best = tree.nodes[tree.best] if tree.best is not None else None
-        out = "".join(labels[t] for t in best.tokens) if best else "(none)"
+        out = "".join(labels[t] for t in best.tokens) if best else figure_text(N_("(none)"))
         note = reference_note(out, references.get(source))
-        figure = draw_beam_tree(tree, labels, title=f"{source!r} -> {out!r}{note}\n(beam width {beam_width}, "
-                                                     f"alpha {alpha:.2f})")
-        if "WRONG" in note:
+        figure = draw_beam_tree(tree, labels, title=figure_text(
+            N_("{source!r} -> {output!r}{note}\n(beam width {width}, alpha {alpha})"), source=source, output=out,
+            note=note, width=beam_width, alpha=f"{alpha:.2f}"))
+        if source in references and out != references[source]:
             figure.axes[0].title.set_color(WRONG_TEXT)
         return figure
 
     controls = {
-        "source": widgets.Dropdown(options=names, value=first, description="source"),
-        "beam_width": widgets.IntSlider(value=beam_width, min=1, max=5, description="beam width", continuous_update=False),
+        "source": widgets.Dropdown(options=names, value=first, description=_("source")),
+        "beam_width": widgets.IntSlider(value=beam_width, min=1, max=5, description=_("beam width"), continuous_update=False),
         "alpha": widgets.FloatSlider(value=0.0, min=0.0, max=1.5, step=0.25, description="alpha", continuous_update=False),
     }
     return figure_widget(draw, controls)

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
+from seqlab.i18n import N_, _, figure_text
 from seqlab.widgets import FIGURE_WIDTH
 
 __all__ = ["SHAPES", "draw_rnn_cell", "draw_unrolled_rnn", "draw_sequence_shapes"]
@@ -46,10 +47,10 @@ def draw_rnn_cell() -> Figure:
     ax.text(0.0, 2.55, r"$\hat y^{\langle t \rangle}$  (K,)", ha="center", va="center", fontsize=11)
     _arrow(ax, (-2.55, 0.0), (-1.35, 0.0), r"$W_{aa}$", offset=(0.0, 0.22))
     _arrow(ax, (0.0, -1.5), (0.0, -0.5), r"$W_{ax}$", offset=(0.35, 0.0))
-    _arrow(ax, (1.35, 0.0), (2.6, 0.0), "to the next step", offset=(0.0, 0.22))
+    _arrow(ax, (1.35, 0.0), (2.6, 0.0), figure_text(N_("to the next step")), offset=(0.0, 0.22))
     _arrow(ax, (0.0, 0.5), (0.0, 1.3), r"$W_{ya}$", offset=(0.35, 0.0))
     _arrow(ax, (0.0, 2.1), (0.0, 2.35))
-    ax.set(xlim=(-3.6, 3.6), ylim=(-2.1, 2.9), title="one step of the RNN cell (the same weights at every step)")
+    ax.set(xlim=(-3.6, 3.6), ylim=(-2.1, 2.9), title=figure_text(N_("one step of the RNN cell (the same weights at every step)")))
     ax.axis("off")
     figure.tight_layout()
     return figure
@@ -58,12 +59,12 @@ def draw_rnn_cell() -> Figure:
 def draw_unrolled_rnn(steps: int = 4) -> Figure:
     """The cell applied at ``steps`` time steps: one layer per step, all sharing their weights."""
     if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}")
+        raise ValueError(_("steps must be at least 1, got {steps}").format(steps=steps))
     figure, ax = plt.subplots(figsize=(min(FIGURE_WIDTH, 1.9 * steps + 1.8), 3.4))  # wider, a notebook shrinks it
     ax.text(-1.25, 0.0, r"$a^{\langle 0 \rangle}$", ha="center", va="center", fontsize=12)
     for t in range(1, steps + 1):
         x = 1.9 * (t - 1)
-        _box(ax, x, 0.0, 1.0, 0.75, "cell", _CELL)
+        _box(ax, x, 0.0, 1.0, 0.75, figure_text(N_("cell")), _CELL)
         _box(ax, x, 1.45, 0.8, 0.55, "softmax", _OUT, size=9)
         ax.text(x, -1.45, rf"$x^{{\langle {t} \rangle}}$", ha="center", va="center", fontsize=12)
         ax.text(x, 2.3, rf"$\hat y^{{\langle {t} \rangle}}$", ha="center", va="center", fontsize=12)
@@ -73,7 +74,7 @@ def draw_unrolled_rnn(steps: int = 4) -> Figure:
         start = -0.95 if t == 1 else x - 1.4
         _arrow(ax, (start, 0.0), (x - 0.52, 0.0), rf"$a^{{\langle {t - 1} \rangle}}$" if t > 1 else "", offset=(0.0, 0.25))
     ax.set(xlim=(-1.7, 1.9 * (steps - 1) + 0.9), ylim=(-1.8, 2.6),
-           title=f"the RNN unrolled over {steps} steps: every cell shares " + r"$W_{aa}, W_{ax}, b_a$")
+           title=figure_text(N_("the RNN unrolled over {steps} steps: every cell shares $W_{{aa}}, W_{{ax}}, b_a$"), steps=steps))
     ax.axis("off")
     figure.tight_layout()
     return figure
@@ -82,14 +83,14 @@ def draw_unrolled_rnn(steps: int = 4) -> Figure:
 # The four shapes of §6: for each, the steps that take an input, the steps that give an output, the
 # steps of the encoder (green; the rest decode), and whether each output is fed back as the next input.
 SHAPES = {
-    "many-to-many": {"steps": 3, "inputs": [0, 1, 2], "outputs": [0, 1, 2], "encoder": 0, "feedback": False,
-                     "example": "tag each word;\npredict the next character"},
-    "many-to-one": {"steps": 3, "inputs": [0, 1, 2], "outputs": [2], "encoder": 0, "feedback": False,
-                    "example": "the origin of a surname"},
-    "one-to-many": {"steps": 3, "inputs": [0], "outputs": [0, 1, 2], "encoder": 0, "feedback": True,
-                    "example": "generate a name"},
-    "encoder-decoder": {"steps": 5, "inputs": [0, 1, 2], "outputs": [3, 4], "encoder": 3, "feedback": True,
-                        "example": "translate; a date to ISO form"},
+    N_("many-to-many"): {"steps": 3, "inputs": [0, 1, 2], "outputs": [0, 1, 2], "encoder": 0, "feedback": False,
+                     "example": N_("tag each word;\npredict the next character")},
+    N_("many-to-one"): {"steps": 3, "inputs": [0, 1, 2], "outputs": [2], "encoder": 0, "feedback": False,
+                    "example": N_("the origin of a surname")},
+    N_("one-to-many"): {"steps": 3, "inputs": [0], "outputs": [0, 1, 2], "encoder": 0, "feedback": True,
+                    "example": N_("generate a name")},
+    N_("encoder-decoder"): {"steps": 5, "inputs": [0, 1, 2], "outputs": [3, 4], "encoder": 3, "feedback": True,
+                        "example": N_("translate; a date to ISO form")},
 }
 
 
@@ -107,7 +108,7 @@ def draw_sequence_shapes() -> Figure:
             if t > 0:
                 _arrow(ax, (x - 0.88, 0.0), (x - 0.42, 0.0))
             if t in inputs:
-                ax.text(x, -1.3, rf"$x^{{\langle {inputs.index(t) + 1} \rangle}}$" if len(inputs) > 1 else "$x$\n(or nothing)",
+                ax.text(x, -1.3, rf"$x^{{\langle {inputs.index(t) + 1} \rangle}}$" if len(inputs) > 1 else figure_text(N_("$x$\n(or nothing)")),
                         ha="center", va="center", fontsize=11)
                 _arrow(ax, (x, -1.0), (x, -0.32))
             if t in outputs:
@@ -117,17 +118,18 @@ def draw_sequence_shapes() -> Figure:
                 if shape["feedback"] and t + 1 < shape["steps"]:  # this output is the next step's input
                     _arrow(ax, (x + 0.2, 1.1), (x + 1.1, -0.35), color="#c2621a", style="--", curve=-0.25)
         if n_enc:
-            ax.text(1.3 * (n_enc - 1) / 2, 0.62, "encoder", ha="center", va="center", fontsize=9,
+            ax.text(1.3 * (n_enc - 1) / 2, 0.62, figure_text(N_("encoder")), ha="center", va="center", fontsize=9,
                     color="#2f6e2a")  # the encoder boxes' green, darker: 4.5:1 against white for text (issue 47)
-            ax.text(1.3 * (n_enc + shape["steps"] - 1) / 2, -0.62, "decoder", ha="center", va="center", fontsize=9,
+            ax.text(1.3 * (n_enc + shape["steps"] - 1) / 2, -0.62, figure_text(N_("decoder")), ha="center", va="center", fontsize=9,
                     color="#2b6aa6")
         margin = 0.8 + 1.3 * (widest - shape["steps"]) / 2  # every panel as wide as the widest, centred
         ax.set(xlim=(-margin, 1.3 * (shape["steps"] - 1) + margin), ylim=(-2.3, 1.8))
-        ax.set_title(name, fontsize=12)
-        ax.text(0.5, 0.02, shape["example"], transform=ax.transAxes, ha="center", va="bottom", fontsize=9, color="0.3")
+        ax.set_title(figure_text(name), fontsize=12)
+        ax.text(0.5, 0.02, figure_text(shape["example"]), transform=ax.transAxes, ha="center", va="bottom", fontsize=9, color="0.3")
         ax.axis("off")
-    figure.suptitle("shapes of sequence problems: the same cell, inputs and outputs in different places", fontsize=12)
-    figure.text(0.5, 0.01, "→ the state passed to the next step     ⇢ (dashed) an output fed back as the next input",
+    figure.suptitle(figure_text(N_("shapes of sequence problems: the same cell, inputs and outputs in different places")),
+                    fontsize=12)
+    figure.text(0.5, 0.01, figure_text(N_("→ the state passed to the next step     ⇢ (dashed) an output fed back as the next input")),
                 ha="center", va="bottom", fontsize=9, color="0.3")
     figure.tight_layout(rect=(0, 0.05, 1, 1))
     return figure

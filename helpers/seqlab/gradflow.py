@@ -18,13 +18,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from seqlab.i18n import N_, _, choices, figure_join, figure_text
+
 __all__ = ["CELLS", "NONLINEARITIES", "recurrent_matrix", "gradient_norms", "tanh_derivatives", "eigenvalue_curve",
            "cell_comparison", "MATRICES", "NO_FORGET", "GRADIENT_FLOOR",
            "draw_cell_comparison", "cell_comparison_widget",
            "draw_gradient_flow", "gradient_flow_widget"]
 
 CELLS = ("RNN", "GRU", "LSTM")
-NONLINEARITIES = ("tanh", "relu", "linear")
+NONLINEARITIES = ("tanh", "relu", N_("linear"))
 _ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "linear": lambda z: z}
 
 
@@ -162,7 +164,7 @@ def eigenvalue_curve(length: int, scale: float) -> np.ndarray:
     return float(scale) ** np.arange(length - 1, -1, -1, dtype=float)
 
 
-MATRICES = ("normal", "non-normal")
+MATRICES = (N_("normal"), N_("non-normal"))
 
 
 def draw_gradient_flow(length: int = 50, scale: float = 1.0, nonlinearity: str = "tanh", cell: str = "RNN",
@@ -172,25 +174,27 @@ def draw_gradient_flow(length: int = 50, scale: float = 1.0, nonlinearity: str =
     import matplotlib.pyplot as plt
 
     if matrix not in MATRICES:
-        raise ValueError(f"matrix must be one of {MATRICES}, got {matrix!r}")
+        raise ValueError(_("matrix must be one of {choices}, got {matrix!r}").format(choices=MATRICES, matrix=matrix))
     normal = matrix == "normal"
     norms = gradient_norms(length, scale, nonlinearity, cell, forget_bias=forget_bias, normal=normal)
     t = np.arange(1, length + 1)
     figure, ax = plt.subplots(figsize=(7.5, 3.8))
-    label = cell if cell != "RNN" else f"RNN ({nonlinearity}), measured"
+    label = cell if cell != "RNN" else figure_text(N_("RNN ({nonlinearity}), measured"), nonlinearity=nonlinearity)
     ax.semilogy(t, np.maximum(norms, 1e-300), marker=".", label=label)
-    title = f"gradient of a loss at step T={length}"
+    title = figure_text(N_("gradient of a loss at step T={length}"), length=length)
     if cell == "RNN":
         sigma = float(torch.linalg.matrix_norm(recurrent_matrix(32, scale, 0, normal=normal), ord=2))
         ax.semilogy(t, eigenvalue_curve(length, scale), ls="--", color="C1",
-                    label=rf"eigenvalue view $|\lambda|^{{T-t}}$, $|\lambda|$ = {scale:.2f}")
+                    label=figure_text(N_(r"eigenvalue view $|\lambda|^{{T-t}}$, $|\lambda|$ = {scale}"), scale=f"{scale:.2f}"))
         ax.semilogy(t, np.minimum(eigenvalue_curve(length, sigma), 1e300), ls=":", color="C2",
-                    label=rf"bound $\|W_{{aa}}\|_2^{{T-t}}$, $\|W_{{aa}}\|_2$ = {sigma:.2f}")
+                    label=figure_text(N_(r"bound $\|W_{{aa}}\|_2^{{T-t}}$, $\|W_{{aa}}\|_2$ = {sigma}"), sigma=f"{sigma:.2f}"))
         if nonlinearity == "tanh":
             mean = float(tanh_derivatives(length, scale, normal=normal).mean())
-            title += f"; mean tanh' = {mean:.2f}, radius x mean = {scale * mean:.2f}"
+            title = figure_join([title, figure_text(N_("; mean tanh' = {mean}, radius x mean = {product}"),
+                                                    mean=f"{mean:.2f}", product=f"{scale * mean:.2f}")], separator="")
     ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel=r"time step t", ylabel=r"$\|\partial L / \partial a^{\langle t \rangle}\|$ (log scale)", title=title)
+    ax.set(xlabel=figure_text(N_("time step t")),
+           ylabel=figure_text(N_(r"$\|\partial L / \partial a^{\langle t \rangle}\|$ (log scale)")), title=title)
     ax.title.set_fontsize(9)
     ax.legend(loc="best", fontsize=8)
     figure.tight_layout()
@@ -206,17 +210,17 @@ def gradient_flow_widget(length: int = 50, scale: float = 1.0, nonlinearity: str
     from seqlab.widgets import figure_widget
 
     controls = {
-        "length": widgets.IntSlider(value=length, min=2, max=200, step=1, description="length T",
+        "length": widgets.IntSlider(value=length, min=2, max=200, step=1, description=_("length T"),
                                     continuous_update=False),
-        "scale": widgets.FloatSlider(value=scale, min=0.5, max=1.5, step=0.01, description="radius |λ|",
+        "scale": widgets.FloatSlider(value=scale, min=0.5, max=1.5, step=0.01, description=_("radius |λ|"),
                                      continuous_update=False),
-        "nonlinearity": widgets.Dropdown(options=list(NONLINEARITIES), value=nonlinearity, description="nonlinearity"),
-        "cell": widgets.Dropdown(options=list(cells), value=cell, description="cell"),
-        "matrix": widgets.Dropdown(options=list(MATRICES), value="normal", description="W_aa"),
+        "nonlinearity": widgets.Dropdown(options=choices(NONLINEARITIES), value=nonlinearity, description=_("nonlinearity")),
+        "cell": widgets.Dropdown(options=list(cells), value=cell, description=_("cell")),
+        "matrix": widgets.Dropdown(options=choices(MATRICES), value="normal", description="W_aa"),
     }
     if forget_bias:
         controls["forget_bias"] = widgets.FloatSlider(value=0.0, min=-3.0, max=5.0, step=0.5,
-                                                      description="forget bias", continuous_update=False)
+                                                      description=_("forget bias"), continuous_update=False)
     return figure_widget(draw_gradient_flow, controls)
 
 
@@ -260,19 +264,23 @@ def draw_cell_comparison(length: int = 60, scale: float = 1.0, forget_bias: floa
     figure, ax = plt.subplots(figsize=(8, 3.8))
     floored = []
     for (name, values), style in zip(norms.items(), ("-", "--", "-", ":")):
-        label = f"LSTM (forget bias {forget_bias:+.1f})" if name == "LSTM" else name
+        label = figure_text(N_("LSTM (forget bias {bias})"), bias=f"{forget_bias:+.1f}") if name == "LSTM" else name
         if name == NO_FORGET:
-            label = "LSTM without forget gate (f = 1)"
+            label = figure_text(N_("LSTM without forget gate (f = 1)"))
         below = values < GRADIENT_FLOOR
         if below.any():
-            floored.append(f"{name} for t ≤ {int(t[below].max())}")
+            floored.append(figure_text(N_("{name} for t ≤ {last}"), name=name, last=int(t[below].max())))
         ax.semilogy(t, np.maximum(values, GRADIENT_FLOOR), style, marker=".", markersize=3, label=label)
     top = max(10.0, 2 * max(float(np.max(v)) for v in norms.values()))  # the LSTM without forget gate can pass 1
     ax.axhspan(GRADIENT_FLOOR / 10, GRADIENT_FLOOR, color="0.9", zorder=0)  # under the floor: nothing is drawn
-    note = "\n(norms below the floor of $10^{-20}$ are drawn on it: " + ", ".join(floored) + ")" if floored else ""
-    ax.set(xlabel="time step t" + note, ylabel=r"$\|\partial L / \partial h_t\|$ (log scale, floor $10^{-20}$)",
+    xlabel = (figure_text(N_("time step t\n(norms below the floor of $10^{{-20}}$ are drawn on it: {curves})"),
+                          curves=floored)
+              if floored else figure_text(N_("time step t")))
+    ax.set(xlabel=xlabel,
+           ylabel=figure_text(N_(r"$\|\partial L / \partial h_t\|$ (log scale, floor $10^{-20}$)")),
            ylim=(GRADIENT_FLOOR / 10, top),
-           title=f"gradient of a loss at step T={length}; recurrent matrices of radius {scale:.2f}")
+           title=figure_text(N_("gradient of a loss at step T={length}; recurrent matrices of radius {scale}"),
+                             length=length, scale=f"{scale:.2f}"))
     ax.legend(loc="upper left", fontsize=9)  # the curves rise to the right: the upper left is free
     figure.tight_layout()
     return figure
@@ -286,12 +294,12 @@ def cell_comparison_widget(length: int = 60, scale: float = 1.0, forget_bias: fl
     from seqlab.widgets import figure_widget
 
     controls = {
-        "length": widgets.IntSlider(value=length, min=2, max=150, step=1, description="length T",
+        "length": widgets.IntSlider(value=length, min=2, max=150, step=1, description=_("length T"),
                                     continuous_update=False),
-        "scale": widgets.FloatSlider(value=scale, min=0.5, max=1.5, step=0.05, description="radius |λ|",
+        "scale": widgets.FloatSlider(value=scale, min=0.5, max=1.5, step=0.05, description=_("radius |λ|"),
                                      continuous_update=False),
-        "forget_bias": widgets.FloatSlider(value=forget_bias, min=-3.0, max=5.0, step=0.5, description="forget bias",
+        "forget_bias": widgets.FloatSlider(value=forget_bias, min=-3.0, max=5.0, step=0.5, description=_("forget bias"),
                                            continuous_update=False),
-        "no_forget_gate": widgets.Checkbox(value=no_forget_gate, description="+ LSTM without forget gate"),
+        "no_forget_gate": widgets.Checkbox(value=no_forget_gate, description=_("+ LSTM without forget gate")),
     }
     return figure_widget(draw_cell_comparison, controls)

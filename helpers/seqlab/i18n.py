@@ -78,3 +78,103 @@ def _(message: str) -> str:
         return message
     chosen = language()
     return message if chosen == ENGLISH else translations(chosen).gettext(message)
+
+
+# Fonts with the Chinese glyphs, in order of preference: Noto/Source Han (Linux, Colab after apt-get install
+# fonts-noto-cjk), WenQuanYi (Debian's fonts-wqy-*), SimHei/Microsoft YaHei (Windows), PingFang SC (macOS).
+CJK_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "SimHei",
+             "Microsoft YaHei", "PingFang SC")
+_READ_ALOUD: dict[tuple[str, str], str] = {}  # (language, English text drawn in a figure) -> its translation
+_READ_ALOUD_MOST = 2048
+
+
+def cjk_font() -> str | None:
+    """The first of :data:`CJK_FONTS` that matplotlib's font manager knows, or None."""
+    from matplotlib import font_manager
+
+    known = {font.name for font in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FONTS if name in known), None)
+
+
+def _draw_with(font: str) -> None:
+    """Glyphs DejaVu Sans lacks come from ``font`` (matplotlib's per-glyph fallback along font.family)."""
+    import matplotlib
+
+    families = list(matplotlib.rcParams["font.family"])
+    if font not in families:
+        matplotlib.rcParams["font.family"] = families + [font]
+
+
+def _joined(value, shown):
+    """A list of texts as one, ", "-separated; a text through ``shown``; anything else as it is."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(shown(item) if isinstance(item, str) else str(item) for item in value)
+    return shown(value) if isinstance(value, str) else value
+
+
+def figure_text(message: str, **values) -> str:
+    """``message`` (formatted with ``values``) for a matplotlib figure: title, axis label, legend, control caption.
+
+    In a translated edition the figure shows the translation only where matplotlib finds a font with its glyphs
+    (:func:`cjk_font`: Colab and a bare Debian have none, and Chinese would be drawn as empty boxes); otherwise
+    it draws the English text and remembers the translation, so that the figure's alt text and text equivalent
+    (seqlab.a11y, through :func:`read_aloud`) are in the edition's language either way. Mark the literal with
+    ``N_`` so that the catalog has it: ``figure_text(N_("time step t"))``. A value that is a list of texts is
+    joined with ", ".
+    """
+    english = message.format(**{name: _joined(value, str) for name, value in values.items()}) if values else message
+    chosen = language()
+    if chosen == ENGLISH:
+        return english
+    translated = translations(chosen).gettext(message)
+    # a value that is itself figure text drawn in English (a curve's name in a label) is read aloud translated too
+    translated = translated.format(**{name: _joined(value, read_aloud) for name, value in values.items()}) \
+        if values else translated
+    if translated == english:
+        return english
+    font = cjk_font()
+    if font is not None:
+        _draw_with(font)
+        return translated
+    _remember(english, translated)
+    return english
+
+
+def read_aloud(text: str) -> str:
+    """The translation :func:`figure_text` drew in English for want of a font, else ``text`` as it is."""
+    if not _READ_ALOUD:
+        return text
+    chosen = language()
+    return text if chosen == ENGLISH else _READ_ALOUD.get((chosen, text), text)
+
+
+def choices(values) -> list:
+    """A drop-down's options: ``values`` as they are in English; elsewhere (label, value) pairs whose labels are
+    translated (the code still receives the English value). Mark the values with ``N_`` where they are defined."""
+    values = list(values)
+    if language() == ENGLISH:
+        return values
+    return [(_(value) if isinstance(value, str) else str(value), value) for value in values]
+
+
+def figure_join(parts, separator: str = "; ") -> str:
+    """Figure texts (each from :func:`figure_text`) joined with ``separator``, read aloud translated as a whole too."""
+    english = separator.join(parts)
+    translated = separator.join(read_aloud(part) for part in parts)
+    if translated != english:
+        _remember(english, translated)
+    return english
+
+
+def read_aloud_as(drawn: str, source: str) -> str:
+    """``drawn`` is ``source`` re-laid out (wrapped, cut): read it aloud as ``source`` is read; returns ``drawn``."""
+    spoken = read_aloud(source)
+    if spoken != source and drawn != source:
+        _remember(drawn, spoken)
+    return drawn
+
+
+def _remember(english: str, translated: str) -> None:
+    if len(_READ_ALOUD) >= _READ_ALOUD_MOST:
+        _READ_ALOUD.clear()
+    _READ_ALOUD[(language(), english)] = translated

@@ -22,6 +22,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from seqlab.i18n import N_, figure_text
+
 
 class _Recorder(TorchDispatchMode):
     def __init__(self) -> None:
@@ -72,11 +74,11 @@ def memory_figure(lengths: list[int], plain: list[int], tiled: list[int], block:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.loglog(lengths, [4 * n for n in plain], "o-", label="plain attention: the (T, T) scores")
-    ax.loglog(lengths, [4 * n for n in tiled], "s--", label=f"tiled, blocks of {block}")
-    ax.set_xlabel("sequence length T")
-    ax.set_ylabel("largest tensor (bytes, float32)")
-    ax.set_title("Peak memory of one attention, one head, d = 16")
+    ax.loglog(lengths, [4 * n for n in plain], "o-", label=figure_text(N_("plain attention: the (T, T) scores")))
+    ax.loglog(lengths, [4 * n for n in tiled], "s--", label=figure_text(N_("tiled, blocks of {block}"), block=block))
+    ax.set_xlabel(figure_text(N_("sequence length T")))
+    ax.set_ylabel(figure_text(N_("largest tensor (bytes, float32)")))
+    ax.set_title(figure_text(N_("Peak memory of one attention, one head, d = 16")))
     ax.legend()
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()

@@ -19,6 +19,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from seqlab.i18n import N_, _, figure_join, figure_text, read_aloud, read_aloud_as
+
 __all__ = ["pca_2d", "tsne_2d", "nearest", "parse_analogy", "ProjectorView", "projector_view",
            "place_labels", "draw_projector", "embedding_projector"]
 
@@ -128,10 +130,10 @@ def tsne_2d(vectors: np.ndarray, *, perplexity: float = 15.0, iterations: int = 
 def nearest(word: str, words: Sequence[str], vectors: np.ndarray, k: int = 5) -> list[tuple[str, float]]:
     """The ``k`` words most cosine-similar to ``word`` (itself left out), best first, with their cosines."""
     if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+        raise ValueError(_("k must be at least 1, got {k}").format(k=k))
     index = {w: i for i, w in enumerate(words)}
     if word not in index:
-        raise KeyError(f"{word!r} is not among the {len(words)} words")
+        raise KeyError(_("{word!r} is not among the {count} words").format(word=word, count=len(words)))
     V = np.asarray(vectors, dtype=np.float64)
     unit = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-12)
     cos = unit @ unit[index[word]]
@@ -173,16 +175,17 @@ def projector_view(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray
             focus = index[word]
             found = nearest(word, words, vectors, k)
             neighbours = [index[w] for w, _ in found]
-            messages.append(f"nearest to {word!r}: " + ", ".join(f"{w} ({c:.2f})" for w, c in found))
+            messages.append(figure_text(N_("nearest to {word!r}: {found}"), word=word,
+                                        found=", ".join(f"{w} ({c:.2f})" for w, c in found)))
         else:
-            messages.append(f"{word!r} is not among the {len(words)} words shown")
+            messages.append(figure_text(N_("{word!r} is not among the {count} words shown"), word=word, count=len(words)))
     arrows, answer = [], None
     if analogy.strip():
         parsed = parse_analogy(analogy)
         if parsed is None:
-            messages.append("write an analogy as: a - b + c")
+            messages.append(figure_text(N_("write an analogy as: a - b + c")))
         elif any(w not in index for w in parsed):
-            messages.append("not shown: " + ", ".join(w for w in parsed if w not in index))
+            messages.append(figure_text(N_("not shown: {words}"), words=", ".join(w for w in parsed if w not in index)))
         else:
             a, b, c = (index[w] for w in parsed)
             V = np.asarray(vectors, dtype=np.float64)
@@ -194,7 +197,7 @@ def projector_view(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray
             answer = words[best]
             arrows = [(b, a), (c, best)]
             messages.append(f"{parsed[0]} - {parsed[1]} + {parsed[2]} = {answer}")
-    return ProjectorView(np.asarray(coords, dtype=float), focus, neighbours, arrows, answer, "; ".join(messages))
+    return ProjectorView(np.asarray(coords, dtype=float), focus, neighbours, arrows, answer, figure_join(messages))
 
 
 # Where a label may go around its point, in points (x, y): beside it first, then farther out.
@@ -264,7 +267,7 @@ def draw_projector(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray
 
     view = projector_view(words, vectors, coords, word, k, analogy)
     xy = view.coords
-    caption = wrap_caption(view.message, FIGURE_WIDTH - 0.4, fontsize=9)
+    caption = read_aloud_as(wrap_caption(view.message, FIGURE_WIDTH - 0.4, fontsize=9), view.message)
     lines = caption.count("\n") + 1 if caption else 0
     figure, ax = plt.subplots(figsize=(FIGURE_WIDTH, 6.0 + 0.17 * lines))
     # A fixed layout, not tight_layout: the labels are placed in pixels, and must not move afterwards.
@@ -289,10 +292,12 @@ def draw_projector(words: Sequence[str], vectors: np.ndarray, coords: np.ndarray
     for index, text, style in labels:  # a word both neighbour and analogy word: its first (stronger) style
         once.setdefault(index, (index, text, style))
     place_labels(ax, list(once.values()), xy)
-    attach(figure, f"{title + ': ' if title else ''}{len(words)} words as points in 2-D"
-           + (f", {words[view.focus]!r} and its {len(view.neighbours)} nearest neighbours marked" if view.focus is not None else "")
-           + (f", the analogy's arrows drawn (answer {view.answer!r})" if view.arrows else "") + ".",
-           sentences=[view.message] if view.message else [], tables=projector_tables(words, vectors, view))
+    attach(figure, (f"{read_aloud(title)}: " if title else "")
+           + _("{count} words as points in 2-D").format(count=len(words))
+           + (_(", {word!r} and its {count} nearest neighbours marked").format(word=words[view.focus], count=len(view.neighbours))
+              if view.focus is not None else "")
+           + (_(", the analogy's arrows drawn (answer {answer!r})").format(answer=view.answer) if view.arrows else "") + ".",
+           sentences=[read_aloud(view.message)] if view.message else [], tables=projector_tables(words, vectors, view))
     return figure
 
 
@@ -300,7 +305,6 @@ def projector_tables(words: Sequence[str], vectors: np.ndarray, view: ProjectorV
     """The projector's numbers as tables: the focus word's neighbours with their cosine similarity (in the full
     vectors, as the figure ranks them), and the analogy's arrows with where each end lies in the 2-D layout."""
     from seqlab.a11y import TextTable, number
-    from seqlab.i18n import _
 
     tables = []
     if view.focus is not None:
@@ -325,12 +329,13 @@ def embedding_projector(words: Sequence[str], vectors: np.ndarray, layouts: dict
     from seqlab.widgets import figure_widget
 
     def draw(word, k, analogy, layout):
-        return draw_projector(words, vectors, layouts[layout], word, k, analogy, title=f"{len(words)} words, {layout}")
+        return draw_projector(words, vectors, layouts[layout], word, k, analogy,
+                              title=figure_text(N_("{count} words, {layout}"), count=len(words), layout=layout))
 
     controls = {
-        "word": widgets.Text(value=word, description="word", continuous_update=False),
-        "k": widgets.IntSlider(value=k, min=1, max=15, description="neighbours", continuous_update=False),
-        "analogy": widgets.Text(value=analogy, description="analogy", continuous_update=False),
-        "layout": widgets.Dropdown(options=list(layouts), value=next(iter(layouts)), description="layout"),
+        "word": widgets.Text(value=word, description=_("word"), continuous_update=False),
+        "k": widgets.IntSlider(value=k, min=1, max=15, description=_("neighbours"), continuous_update=False),
+        "analogy": widgets.Text(value=analogy, description=_("analogy"), continuous_update=False),
+        "layout": widgets.Dropdown(options=list(layouts), value=next(iter(layouts)), description=_("layout")),
     }
     return figure_widget(draw, controls)

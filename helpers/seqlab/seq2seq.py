@@ -45,6 +45,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlab.i18n import _
+
 __all__ = ["PAD", "BOS", "EOS", "UNK", "SPECIALS", "Vocab", "Batch", "chars", "words", "make_batch", "encode_pairs",
            "batches", "masked_cross_entropy", "train", "select_state", "greedy_search", "beam_search", "Hypothesis",
            "decode", "sequence_log_prob", "exact_match", "accuracy_by_length", "GRUSeq2Seq", "to_chapter_names",
@@ -149,7 +151,7 @@ class Batch(NamedTuple):
 def make_batch(sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]) -> Batch:
     """Pad id sequences (without ``<s>``/``</s>``) into a :class:`Batch` (chapter 6 writes this itself)."""
     if len(sources) != len(targets) or not sources:
-        raise ValueError("make_batch needs as many targets as sources, and at least one pair")
+        raise ValueError(_("make_batch needs as many targets as sources, and at least one pair"))
     B, S, T = len(sources), max(len(s) for s in sources), max(len(t) for t in targets) + 1
     src = torch.full((B, S), PAD, dtype=torch.long)
     tgt_in = torch.full((B, T), PAD, dtype=torch.long)
@@ -329,7 +331,7 @@ def decode(model: nn.Module, sources: Sequence[str], src_vocab: Vocab, tgt_vocab
     """Translate source strings with ``model.start``/``model.step``: greedy in batches, or beam search one
     source at a time. Returns the output strings (tokens joined with ``join``)."""
     if method not in ("greedy", "beam"):
-        raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
+        raise ValueError(_("method must be 'greedy' or 'beam', got {method!r}").format(method=method))
     where = next(model.parameters()).device
     model.eval()
     out: list[str] = []
@@ -353,7 +355,7 @@ def decode(model: nn.Module, sources: Sequence[str], src_vocab: Vocab, tgt_vocab
 def exact_match(predictions: Sequence[Any], references: Sequence[Any]) -> float:
     """The share of predictions equal to their reference."""
     if len(predictions) != len(references) or not references:
-        raise ValueError("exact_match needs as many predictions as references, at least one")
+        raise ValueError(_("exact_match needs as many predictions as references, at least one"))
     return sum(p == r for p, r in zip(predictions, references)) / len(references)
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from seqlab.i18n import _
+
 __all__ = ["UNIVERSAL_TAGS", "BROWN_BASE_TO_UNIVERSAL", "brown_to_universal", "universal_tags"]
 
 #: The twelve universal tags, in a fixed order (an HMM's state i is UNIVERSAL_TAGS[i]).
@@ -63,11 +65,11 @@ def brown_to_universal(tag: str) -> str:
     Raises ``ValueError`` for a tag that is not a Brown tag.
     """
     if not isinstance(tag, str):
-        raise TypeError(f"a tag must be a string, got {type(tag).__name__}")
+        raise TypeError(_("a tag must be a string, got {kind}").format(kind=type(tag).__name__))
     original = tag
     tag = tag.strip().lower()
     if not tag:
-        raise ValueError("an empty string is not a Brown tag")
+        raise ValueError(_("an empty string is not a Brown tag"))
     if tag.startswith("fw-"):
         return "X"
     if tag.startswith("--"):  # the dash itself, possibly with a suffix: "--", "---hl"
@@ -79,7 +81,7 @@ def brown_to_universal(tag: str) -> str:
     stripped = base.rstrip("$*")  # possessive "np$", negated "md*", "bez*"
     if stripped in BROWN_BASE_TO_UNIVERSAL:
         return BROWN_BASE_TO_UNIVERSAL[stripped]
-    raise ValueError(f"{original!r} is not a Brown corpus tag")
+    raise ValueError(_("{tag!r} is not a Brown corpus tag").format(tag=original))
 
 
 def universal_tags(tags: tuple[str, ...] | list[str]) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ import lzma
 from functools import lru_cache
 
 from seqlab.data import SPLITS, dataset_file, load_brown
+from seqlab.i18n import _
 
 __all__ = [
     "GPT2_PATTERN", "BROWN_VOCAB_SIZE", "brown_text", "brown_word_count", "pretokenize", "gpt2_ranks",
@@ -89,7 +90,7 @@ def pretokenize(text: str) -> list[str]:
     ['the', ' dog', "'s", ' 2', ' bones', '!!']
     """
     if not isinstance(text, str):
-        raise TypeError(f"pretokenize takes a str, got {type(text).__name__}")
+        raise TypeError(_("pretokenize takes a str, got {kind}").format(kind=type(text).__name__))
     return _compiled_pattern().findall(text)
 
 
@@ -143,13 +144,15 @@ def merges_to_ranks(merges) -> dict[bytes, int]:
     ranks = {bytes([b]): b for b in range(256)}
     for k, pair in enumerate(merges):
         if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(t, bytes) and t for t in pair)):
-            raise ValueError(f"merge {k} must be a pair of non-empty bytes objects, got {pair!r}")
+            raise ValueError(_("merge {k} must be a pair of non-empty bytes objects, got {pair!r}").format(k=k, pair=pair))
         left, right = pair
         for token in (left, right):
             if token not in ranks:
-                raise ValueError(f"merge {k} {pair!r} joins {token!r}, which no earlier merge made")
+                raise ValueError(_("merge {k} {pair!r} joins {token!r}, which no earlier merge made").format(
+                    k=k, pair=pair, token=token))
         if left + right in ranks:
-            raise ValueError(f"merge {k} {pair!r} makes {left + right!r}, which already has rank {ranks[left + right]}")
+            raise ValueError(_("merge {k} {pair!r} makes {token!r}, which already has rank {rank}").format(
+                k=k, pair=pair, token=left + right, rank=ranks[left + right]))
         ranks[left + right] = 256 + k
     return ranks
 
@@ -164,5 +167,6 @@ def reference_encoding(ranks: dict[bytes, int] | None = None, name: str = "seqla
         ranks, name = gpt2_ranks(), "gpt2_offline"
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
-        raise ValueError(f"ranks must hold all 256 single bytes; {len(missing)} are missing (first: {bytes([missing[0]])!r})")
+        raise ValueError(_("ranks must hold all 256 single bytes; {count} are missing (first: {first!r})").format(
+            count=len(missing), first=bytes([missing[0]])))
     return tiktoken.Encoding(name, pat_str=GPT2_PATTERN, mergeable_ranks=dict(ranks), special_tokens={})

@@ -22,6 +22,10 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Iterator
 
+from seqlab.i18n import N_, _, figure_text
+
+TRAINING_LOSS = N_("training loss")  # plot_losses' title unless the notebook gives one
+
 __all__ = ["fit", "plot_losses", "torch_threads"]
 
 
@@ -30,7 +34,7 @@ def torch_threads(n: int | None) -> Iterator[None]:
     """Run the body with ``n`` CPU threads for torch, then restore the count; ``None``, or torch not
     imported (a step that does not use it), leaves everything as it is."""
     if n is not None and n < 1:
-        raise ValueError(f"threads must be at least 1 (or None), got {n}")
+        raise ValueError(_("threads must be at least 1 (or None), got {n}").format(n=n))
     torch = sys.modules.get("torch")
     if n is None or torch is None:
         yield
@@ -43,17 +47,17 @@ def torch_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def plot_losses(losses: list[float], title: str = "training loss", smooth: int = 20):
+def plot_losses(losses: list[float], title: str = TRAINING_LOSS, smooth: int = 20):
     """A figure of the loss per step and its running mean over ``smooth`` steps."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     figure, ax = plt.subplots(figsize=(6, 3))
-    ax.plot(losses, alpha=0.35, lw=0.8, label="per step")
+    ax.plot(losses, alpha=0.35, lw=0.8, label=figure_text(N_("per step")))
     if len(losses) >= smooth:
         kernel = np.ones(smooth) / smooth
-        ax.plot(np.arange(smooth - 1, len(losses)), np.convolve(losses, kernel, mode="valid"), label=f"mean of {smooth}")
-    ax.set(xlabel="training step", ylabel="loss", title=title)
+        ax.plot(np.arange(smooth - 1, len(losses)), np.convolve(losses, kernel, mode="valid"), label=figure_text(N_("mean of {smooth}"), smooth=smooth))
+    ax.set(xlabel=figure_text(N_("training step")), ylabel=figure_text(N_("loss")), title=figure_text(title))
     ax.legend(loc="upper right")
     figure.tight_layout()
     return figure
@@ -82,7 +86,7 @@ def fit(
     from tqdm.auto import tqdm
 
     if epochs < 1:
-        raise ValueError(f"epochs must be at least 1, got {epochs}")
+        raise ValueError(_("epochs must be at least 1, got {epochs}").format(epochs=epochs))
     display_handle = None
     if plot:
         try:
@@ -100,7 +104,7 @@ def fit(
     stopped = False
     bar = tqdm(total=epochs, desc="epochs", disable=not progress, file=sys.stdout, leave=True)
     with torch_threads(threads):
-        for _ in range(epochs):
+        for _epoch in range(epochs):
             total, count = 0.0, 0
             for batch in batches():
                 loss = float(step(batch))

@@ -43,6 +43,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlab.i18n import N_, _, choices, figure_text
+
+# The attention maps' kinds (attention_maps' keys), named in the explorer's drop-down and the figures' titles
+ATTENTION_KINDS = (N_("encoder"), N_("decoder"), N_("cross"))
+
 __all__ = ["sinusoidal", "attention", "MultiHeadAttention", "EncoderBlock", "DecoderBlock", "Seq2SeqTransformer",
            "TransformerLM", "load_seq2seq", "seq2seq_record", "load_lm", "lm_record", "attention_maps",
            "attention_figure", "attention_explorer", "positional_figure", "positional_explorer", "causal_mask"]
@@ -369,9 +374,9 @@ def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: 
     from seqlab.widgets import FIGURE_WIDTH
 
     if kind not in maps:
-        raise ValueError(f"kind must be one of {sorted(maps)}, got {kind!r}")
+        raise ValueError(_("kind must be one of {kinds}, got {kind!r}").format(kinds=sorted(maps), kind=kind))
     if not 0 <= layer < len(maps[kind]):
-        raise ValueError(f"layer must be in 0..{len(maps[kind]) - 1}, got {layer}")
+        raise ValueError(_("layer must be in 0..{last}, got {layer}").format(last=len(maps[kind]) - 1, layer=layer))
     w = maps[kind][layer][index][:, :len(rows), :len(cols)].numpy()  # (h, rows, cols)
     heads = list(range(w.shape[0])) if head is None else [head]
     columns = min(len(heads), 2)
@@ -388,14 +393,17 @@ def attention_figure(maps: dict, kind: str, layer: int, head: int | None, rows: 
     for ax, h in zip(axes.flat, heads):
         ax.imshow(w[h], cmap="Blues", vmin=0, vmax=1, aspect="auto")
         ax.set_xticks(range(len(cols)), [c if c != " " else "␣" for c in cols], fontsize=8)
-        ax.set_title(f"head {h}" if len(heads) > 1 else f"{kind} layer {layer}, head {h}", fontsize=9)
+        ax.set_title(figure_text(N_("head {head}"), head=h) if len(heads) > 1 else
+                     figure_text(N_("{kind} layer {layer}, head {head}"), kind=figure_text(kind), layer=layer, head=h),
+                     fontsize=9)
         ax.tick_params(labelbottom=h + columns >= len(heads), labelleft=h % columns == 0)
     if len(heads) > 1:  # one title and one label for each axis, not one a panel
-        fig.suptitle(f"{kind} attention, layer {layer}, all {len(heads)} heads", fontsize=10)
-        fig.supxlabel("key (attended) position", fontsize=9)
-        fig.supylabel("query position", fontsize=9)
+        fig.suptitle(figure_text(N_("{kind} attention, layer {layer}, all {count} heads"), kind=figure_text(kind),
+                                 layer=layer, count=len(heads)), fontsize=10)
+        fig.supxlabel(figure_text(N_("key (attended) position")), fontsize=9)
+        fig.supylabel(figure_text(N_("query position")), fontsize=9)
     else:
-        axes[0, 0].set(xlabel="key (attended) position", ylabel="query position")
+        axes[0, 0].set(xlabel=figure_text(N_("key (attended) position")), ylabel=figure_text(N_("query position")))
         axes[0, 0].xaxis.label.set_fontsize(9)
         axes[0, 0].yaxis.label.set_fontsize(9)
     fig.tight_layout()
@@ -417,10 +425,10 @@ def attention_explorer(maps: dict, rows_by_kind: dict, cols_by_kind: dict, index
 
     n_layers, n_heads = len(maps["encoder"]), maps["encoder"][0].shape[1]
     controls = {
-        "kind": widgets.Dropdown(options=list(maps), value="cross", description="attention"),
-        "layer": widgets.IntSlider(value=n_layers - 1, min=0, max=n_layers - 1, description="layer",
+        "kind": widgets.Dropdown(options=choices(maps), value="cross", description=_("attention")),
+        "layer": widgets.IntSlider(value=n_layers - 1, min=0, max=n_layers - 1, description=_("layer"),
                                    continuous_update=False),
-        "head": widgets.IntSlider(value=-1, min=-1, max=n_heads - 1, description="head (-1 all)",
+        "head": widgets.IntSlider(value=-1, min=-1, max=n_heads - 1, description=_("head (-1 all)"),
                                   continuous_update=False),
     }
 
@@ -436,23 +444,23 @@ def positional_figure(d_model: int = 64, position: int = 20, length: int = 100):
     import matplotlib.pyplot as plt
 
     if not 0 <= position < length:
-        raise ValueError(f"position must be in 0..{length - 1}, got {position}")
+        raise ValueError(_("position must be in 0..{last}, got {position}").format(last=length - 1, position=position))
     from seqlab.widgets import FIGURE_WIDTH
 
     pe = sinusoidal(length, d_model)
     fig, (a, b) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 3.6))  # wider, and a notebook would shrink it
     im = a.imshow(pe.numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
     a.axhline(position, color="k", lw=0.8)
-    a.set_xlabel("dimension (even: sin, odd: cos)")
-    a.set_ylabel("position")
-    a.set_title(f"sinusoidal PE, d_model = {d_model}")
+    a.set_xlabel(figure_text(N_("dimension (even: sin, odd: cos)")))
+    a.set_ylabel(figure_text(N_("position")))
+    a.set_title(figure_text(N_("sinusoidal PE, d_model = {d_model}"), d_model=d_model))
     fig.colorbar(im, ax=a)
     dots = (pe @ pe[position]).numpy()
     b.plot(range(-position, length - position), dots, marker=".", ms=3)
     b.axvline(0, color="k", lw=0.6)
-    b.set_xlabel(f"offset from position {position}")
-    b.set_ylabel("PE[position] · PE[position + offset]")
-    b.set_title("similarity falls off with distance,\nthe same on both sides")
+    b.set_xlabel(figure_text(N_("offset from position {position}"), position=position))
+    b.set_ylabel(figure_text(N_("PE[position] · PE[position + offset]")))
+    b.set_title(figure_text(N_("similarity falls off with distance,\nthe same on both sides")))
     fig.tight_layout()
     return fig
 
@@ -465,7 +473,7 @@ def positional_explorer(length: int = 100):
 
     controls = {"d_model": widgets.IntSlider(value=64, min=4, max=256, step=4, description="d_model",
                                              continuous_update=False),
-                "position": widgets.IntSlider(value=20, min=0, max=length - 1, description="position",
+                "position": widgets.IntSlider(value=20, min=0, max=length - 1, description=_("position"),
                                               continuous_update=False)}
     return figure_widget(lambda d_model, position: positional_figure(d_model, position, length), controls)
 

@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from seqlab.a11y import attach
+from seqlab.i18n import N_, _, figure_text
 from seqlab.widgets import FIGURE_WIDTH, Explorer, control_row, show_error, show_figure, show_text, text_view
 
 __all__ = ["TrellisFrame", "trellis_frame", "draw_trellis", "trellis_text", "trellis_explorer"]
@@ -43,10 +44,11 @@ def trellis_frame(delta: np.ndarray, back: np.ndarray, t: int) -> TrellisFrame:
     delta = np.asarray(delta, dtype=float)
     back = np.asarray(back)
     if delta.ndim != 2 or delta.shape != back.shape:
-        raise ValueError(f"delta and back must be (T, N) arrays of one shape, got {delta.shape} and {back.shape}")
+        raise ValueError(_("delta and back must be (T, N) arrays of one shape, got {delta} and {back}").format(
+            delta=delta.shape, back=back.shape))
     T, N = delta.shape
     if not 0 <= t < T:
-        raise ValueError(f"t must be in [0, {T - 1}], got {t}")
+        raise ValueError(_("t must be in [0, {last}], got {t}").format(last=T - 1, t=t))
     scores = np.full((T, N), np.nan)
     with np.errstate(invalid="ignore"):
         scores[: t + 1] = delta[: t + 1] - delta[: t + 1].max(axis=1, keepdims=True)
@@ -71,7 +73,8 @@ def draw_trellis(
     the best partial path in red."""
     T, N = frame.scores.shape
     if len(states) != N or len(words) != T:
-        raise ValueError(f"need {N} state names and {T} words, got {len(states)} and {len(words)}")
+        raise ValueError(_("need {N} state names and {T} words, got {states} and {words}").format(
+            N=N, T=T, states=len(states), words=len(words)))
     # At most the notebook's width (a wider PNG is shrunk, its text with it): a long sentence gets narrower
     # columns, and its words stand upright so that they keep apart.
     upright = T > 8
@@ -93,10 +96,11 @@ def draw_trellis(
     ax.set_yticks(range(N), states)
     ax.set_xlim(-0.5, T - 0.5)
     ax.set_ylim(N - 0.5, -0.5)
-    ax.set_xlabel("time t (word)")
-    ax.set_ylabel("hidden state")
-    ax.set_title(title or f"Viterbi after step t = {frame.t}: best state '{states[frame.best_state]}'; "
-                 "red = best path so far, grey = back-pointers", fontsize=10)
+    ax.set_xlabel(figure_text(N_("time t (word)")))
+    ax.set_ylabel(figure_text(N_("hidden state")))
+    ax.set_title(title or figure_text(N_("Viterbi after step t = {t}: best state '{state}'; "
+                                         "red = best path so far, grey = back-pointers"),
+                                      t=frame.t, state=states[frame.best_state]), fontsize=10)
     figure.tight_layout()
     return attach(figure, *trellis_text(frame, states, words))
 
@@ -105,7 +109,6 @@ def trellis_text(frame: TrellisFrame, states: Sequence[str], words: Sequence[str
     """The trellis of ``frame`` as text (seqlab.a11y): a sentence, the best path so far, and a table of every
     state's score relative to the best at each step so far (0 = best), with the state it came from."""
     from seqlab.a11y import TextTable, number
-    from seqlab.i18n import _
 
     path = " ".join(f"{words[s]}/{states[j]}" for s, j in enumerate(frame.best_path))
     alt = _("Viterbi trellis after step t = {t} of {count} words; the best path so far: {path}.").format(
@@ -136,9 +139,9 @@ def trellis_explorer(
     ``decode(words)`` must return ``(delta, back)``, each of shape ``(len(words), len(states))``.
     Sentences are split on spaces and cut to ``max_words`` words.
     """
-    text = widgets.Text(value=initial_sentence, description="sentence", continuous_update=False,
+    text = widgets.Text(value=initial_sentence, description=_("sentence"), continuous_update=False,
                         layout=widgets.Layout(width="420px"))  # beside the slider in an 850 px column
-    step = widgets.IntSlider(value=0, min=0, max=0, description="step t", continuous_update=False)
+    step = widgets.IntSlider(value=0, min=0, max=0, description=_("step t"), continuous_update=False)
     output = widgets.Output()
     table = text_view()
     cache: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}

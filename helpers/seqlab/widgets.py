@@ -17,6 +17,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from seqlab.i18n import N_, _, figure_text
+
 __all__ = ["NOTEBOOK_COLUMN_PX", "FIGURE_WIDTH", "SLIDER_WIDTH", "SLIDER_NAMES_JS", "Explorer", "show_figure", "show_error",
            "text_view", "show_text", "figure_widget",
            "control_row", "wrap_caption", "top_next_words", "context_from_text", "next_word_explorer"]
@@ -197,7 +199,7 @@ def wrap_caption(text: str, width: float = FIGURE_WIDTH, fontsize: float = 9.0) 
 def context_from_text(text: str, n: int, vocab: Sequence[str], *, bos: str = "<s>", unk: str = "<unk>") -> tuple[str, ...]:
     """The last ``n - 1`` words of ``text`` (lower-cased, unknown words as ``unk``), padded with ``bos``."""
     if n < 1:
-        raise ValueError(f"the order n must be at least 1, got {n}")
+        raise ValueError(_("the order n must be at least 1, got {n}").format(n=n))
     known = set(vocab)
     words = [w if w in known else unk for w in text.lower().split()]
     padded = [bos] * (n - 1) + words
@@ -207,9 +209,9 @@ def context_from_text(text: str, n: int, vocab: Sequence[str], *, bos: str = "<s
 def top_next_words(prob: ProbFn, context: tuple[str, ...], candidates: Sequence[str], k: int) -> list[tuple[str, float]]:
     """The ``k`` candidates with the highest ``prob(word, context)``, best first, ties by word."""
     if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+        raise ValueError(_("k must be at least 1, got {k}").format(k=k))
     if not isinstance(context, tuple):
-        raise TypeError(f"context must be a tuple of tokens, got {type(context).__name__}")
+        raise TypeError(_("context must be a tuple of tokens, got {kind}").format(kind=type(context).__name__))
     scored = ((prob(w, context), w) for w in candidates)
     best = heapq.nsmallest(k, scored, key=lambda pw: (-pw[0], pw[1]))
     return [(w, p) for p, w in best]
@@ -234,14 +236,15 @@ def next_word_explorer(
     to ``note(context, n)``, a line of text shown in its panel (for example Kneser-Ney's back-off mass).
     """
     if not models:
-        raise ValueError("next_word_explorer needs at least one model")
+        raise ValueError(_("next_word_explorer needs at least one model"))
     orders = sorted(next(iter(models.values())))
     for name, by_order in models.items():
         if sorted(by_order) != orders:
-            raise ValueError(f"model {name!r} has orders {sorted(by_order)}, the first model has {orders}")
+            raise ValueError(_("model {name!r} has orders {orders}, the first model has {first}").format(
+                name=name, orders=sorted(by_order), first=orders))
     candidates = [w for w in vocab if w != bos]
     if not candidates:
-        raise ValueError("the vocabulary has no token to predict")
+        raise ValueError(_("the vocabulary has no token to predict"))
 
     def draw(text: str, n: int, k: int) -> Figure:
         context = context_from_text(text, n, vocab, bos=bos, unk=unk)
@@ -258,20 +261,20 @@ def next_word_explorer(
                 ax.set_yticks(range(len(words)), words)
                 largest = max(largest, max(probs))
             else:
-                ax.text(0.5, 0.5, "no prediction:\ncontext never seen", ha="center", va="center", transform=ax.transAxes)
+                ax.text(0.5, 0.5, figure_text(N_("no prediction:\ncontext never seen")), ha="center", va="center", transform=ax.transAxes)
                 ax.set_yticks([])
             if notes and name in notes:
                 ax.text(0.98, 0.02, notes[name](context, n), ha="right", va="bottom", fontsize=8, transform=ax.transAxes,
                         bbox={"facecolor": "white", "edgecolor": "0.8", "alpha": 0.9})
-            ax.set(title=name, xlabel="P(word | context)")
+            ax.set(title=name, xlabel=figure_text(N_("P(word | context)")))
         axes[0][0].set_xlim(0, max(largest, 1e-3) * 1.3)  # one scale for all panels: the bars compare across models
-        figure.suptitle(f"n = {n}, context = ({' '.join(context)})")
+        figure.suptitle(figure_text(N_("n = {n}, context = ({context})"), n=n, context=" ".join(context)))
         figure.tight_layout()
         return figure
 
     controls = {
-        "text": widgets.Text(value=initial_context, description="context", continuous_update=False),
+        "text": widgets.Text(value=initial_context, description=_("context"), continuous_update=False),
         "n": widgets.Dropdown(options=orders, value=initial_order if initial_order in orders else orders[-1], description="n"),
-        "k": widgets.IntSlider(value=top_k, min=3, max=25, description="top k", continuous_update=False),
+        "k": widgets.IntSlider(value=top_k, min=3, max=25, description=_("top k"), continuous_update=False),
     }
     return figure_widget(draw, controls)
