@@ -625,3 +625,22 @@ def test_the_chinese_font_is_the_first_that_matplotlib_knows(monkeypatch):
     assert knows("DejaVu Sans", "Liberation Serif") is None
     assert knows("DejaVu Sans", "WenQuanYi Zen Hei") == "WenQuanYi Zen Hei"
     assert knows("SimHei", "Noto Sans CJK SC") == "Noto Sans CJK SC", "in the order of CJK_FONTS, not the machine's"
+
+
+def test_the_submit_button_and_its_verdict_table_speak_the_editions_language(monkeypatch):
+    from seqlab import submit
+
+    reply = {"status": "graded", "id": 7, "chapter": "01-ngram-language-models", "score": 1, "max_score": 2,
+             "exercises": [{"exercise": "count_ngrams", "points": 1, "max_points": 2, "visible": "passed",
+                            "hidden": "failed"}]}
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "en")
+    box = submit.button(server="http://localhost:1", token="t", notebook="x.ipynb")
+    assert box.submit_button.description == "Submit" and "press Submit" in box.verdicts.value
+    assert "<caption>Verdicts per exercise</caption>" in submit.report_html(reply)
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "zh")
+    box = submit.button(server="http://localhost:1", token="t", notebook="x.ipynb")
+    assert box.submit_button.description == "提交" and CJK.search(box.submit_button.tooltip)
+    assert "提交" in box.verdicts.value and "press Submit" not in box.verdicts.value
+    table = submit.report_html(reply)
+    assert "<caption>各练习的评分结果</caption>" in table and '<th scope="col">隐藏测试</th>' in table

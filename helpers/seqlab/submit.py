@@ -31,6 +31,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from seqlab.i18n import N_, _
+
 CHAPTER_NAME = re.compile(r"\d\d-[a-z0-9-]+")
 
 
@@ -162,9 +164,10 @@ def report_html(reply: dict) -> str:
                     + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
                     + "<td>" + "<br>".join(html.escape(n) for n in verdict_notes(verdict)) + "</td></tr>")
     problems = "".join(f"<div>note: {html.escape(p)}</div>" for p in reply.get("problems", []))
-    table = ("<table><caption>Verdicts per exercise</caption><thead><tr><th scope=\"col\">exercise</th>"
-             "<th scope=\"col\">points</th><th scope=\"col\">visible checks</th><th scope=\"col\">hidden tests</th>"
-             f"<th scope=\"col\">messages</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    headers = "".join(f'<th scope="col">{html.escape(_(header))}</th>'
+                      for header in (N_("exercise"), N_("points"), N_("visible checks"), N_("hidden tests"), N_("messages")))
+    table = (f"<table><caption>{html.escape(_('Verdicts per exercise'))}</caption><thead><tr>{headers}</tr></thead>"
+             f"<tbody>{''.join(rows)}</tbody></table>")
     return _announce(html.escape(lines[0]), problems + table)
 
 
@@ -237,9 +240,9 @@ def button(server: str | None = None, token: str | None = None, notebook: str | 
     sent: save and press again, or press again to send the saved file as it is."""
     import ipywidgets as widgets
 
-    press = widgets.Button(description="Submit", icon="upload", button_style="primary",
-                           tooltip="Send the notebook as last saved (save it first) to be graded")
-    shown = widgets.HTML(value=_announce("Save the notebook (Ctrl-S), then press Submit: the saved file is sent."))
+    press = widgets.Button(description=_("Submit"), icon="upload", button_style="primary",
+                           tooltip=_("Send the notebook as last saved (save it first) to be graded"))
+    shown = widgets.HTML(value=_announce(_("Save the notebook (Ctrl-S), then press Submit: the saved file is sent.")))
     runs = _watch_runs()
     warned: set[str] = set()
 
@@ -256,34 +259,37 @@ def button(server: str | None = None, token: str | None = None, notebook: str | 
                 warned.update(source for _, source in unsaved)
                 first = unsaved[0][1].strip().splitlines()[0][:80]
                 show(_announce(
-                    f"Not sent: {path.name} was saved at {saved}, and code you ran later is not in it "
-                    f"(first: “{html.escape(first)}”, run at {time.strftime('%H:%M:%S', time.localtime(unsaved[0][0]))}).",
-                    "<div>Save the notebook (Ctrl-S), then press Submit. To send the saved file as it is, press Submit "
-                    "again.</div>", urgent=True))
+                    _("Not sent: {name} was saved at {saved}, and code you ran later is not in it "
+                      "(first: “{first}”, run at {ran}).").format(
+                        name=path.name, saved=saved, first=html.escape(first),
+                        ran=time.strftime('%H:%M:%S', time.localtime(unsaved[0][0]))),
+                    "<div>" + _("Save the notebook (Ctrl-S), then press Submit. To send the saved file as it is, press "
+                                "Submit again.") + "</div>", urgent=True))
                 return
             warned.clear()
-            show(_announce(f"Sending {html.escape(path.name)} as saved at {saved}…"))
+            show(_announce(_("Sending {name} as saved at {saved}…").format(name=html.escape(path.name), saved=saved)))
 
             def waiting(reply: dict) -> None:
-                where = f", position {reply['position']}" if reply.get("position") else ""
-                show(_announce(f"Submission {reply.get('id')}: {html.escape(str(reply.get('status')))}{where}; about "
-                               f"{reply.get('estimated_wait_s', '?')} s…"))
+                where = _(", position {position}").format(position=reply["position"]) if reply.get("position") else ""
+                show(_announce(_("Submission {id}: {status}{where}; about {wait} s…").format(
+                    id=reply.get("id"), status=html.escape(str(reply.get("status"))), where=where,
+                    wait=reply.get("estimated_wait_s", "?"))))
 
             reply = submit(path, server, token, chapter, on_update=waiting)
             show(report_html(reply))
         except SubmitError as error:
-            retry = f" Try again in {error.retry_after} s." if error.retry_after else ""
-            show(_announce(f"Not submitted: {html.escape(str(error))}{retry}", urgent=True))
+            retry = _(" Try again in {seconds} s.").format(seconds=error.retry_after) if error.retry_after else ""
+            show(_announce(_("Not submitted: {reason}").format(reason=html.escape(str(error))) + retry, urgent=True))
         except Exception as error:  # noqa: BLE001 - a button must always say what happened
-            show(_announce(f"Not submitted: {html.escape(type(error).__name__)}: {html.escape(str(error))}",
-                           urgent=True))
+            show(_announce(_("Not submitted: {reason}").format(
+                reason=f"{html.escape(type(error).__name__)}: {html.escape(str(error))}"), urgent=True))
         finally:
             press.disabled = False
-            press.description = "Submit"
+            press.description = _("Submit")
 
-    def clicked(_):
+    def clicked(_button):
         press.disabled = True
-        press.description = "Submitting…"
+        press.description = _("Submitting…")
         threading.Thread(target=work, daemon=True).start()
 
     press.on_click(clicked)
