@@ -304,7 +304,7 @@ def test_learner_run_prints_the_ssm_beside_the_gpt_and_the_text_says_what_it_mea
     assert f"{ssm['test_token_perplexity']:6.2f}" in text and f"{gpt['test_token_perplexity']:6.2f}" in text
     prose = "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "markdown")
     assert "the selective SSM's test perplexity per token is the lowest in the table" in prose
-    assert "under a third of the GPT's updates" in prose and "below chapter 9's LSTM" in prose
+    assert "under a third of the GPT's updates" in prose and "below chapter 9's long short-term memory (LSTM)" in prose
     rows = gpt_record["comparison"].values()
     assert ssm["test_token_perplexity"] < min(row["test_token_perplexity"] for row in rows), "the text says the SSM is the lowest: change it"
     assert ssm["steps"] / gpt["steps"] < 1 / 3, "the text says under a third of the GPT's updates: change it"

@@ -68,7 +68,9 @@ def test_every_exercise_has_a_solution_region_and_hidden_tests(path):
         assert meta.get("points", 0) > 0, f"{meta['grade_id']} gives no points"
         assert "### BEGIN HIDDEN TESTS" in cell.source, f"{meta['grade_id']} has no hidden tests"
         hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1]
-        assert re.search(r"default_rng\(|manual_seed\(|random\.seed\(", hidden), f"{meta['grade_id']}: hidden tests use no seeded random inputs"
+        # Each student's own inputs (issue 44): drawn from seqlab.grading's generators, not a fixed default_rng(k).
+        assert re.search(r"_hidden_generator\(|_hidden_seed\(", hidden), \
+            f"{meta['grade_id']}: hidden tests draw no inputs from the student's seed (seqlab.grading.hidden_generator)"
     ids = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c)]
     assert len(ids) == len(set(ids)), "grade ids must be unique"
 
