@@ -106,7 +106,7 @@ class Explorer(widgets.VBox):
 
 def text_view() -> widgets.HTML:
     """Where a widget's text equivalent goes: a collapsed block with the numbers of its figure (seqlab.a11y)."""
-    return widgets.HTML(value="", layout=widgets.Layout(width="100%"))
+    return widgets.HTML(value="", layout=widgets.Layout(width="auto"))  # "100%" plus its margin overflowed the column by 2 px
 
 
 def show_text(view: widgets.HTML, figure: Figure | None) -> None:
