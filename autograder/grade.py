@@ -53,7 +53,7 @@ from lms import MAPPING_FILE, LmsError, Mapping, canvas_file, moodle_folder  # n
 from policy import Policy, PolicyError, for_workspace, parse_time, stamp, timestamp_text, utc_now  # noqa: E402
 from safe_input import Refused, describe, entries, is_real_dir, open_zip, read_file, shown, utf8_text, \
     zip_member_problem  # noqa: E402
-from sandbox import Limits, Sandbox, bubblewrap  # noqa: E402
+from sandbox import Limits, Sandbox, bubblewrap, unsandboxed_refusal  # noqa: E402
 from workspace import make_workspace  # noqa: E402
 
 REPO = HERE.parent
@@ -632,9 +632,7 @@ def main(argv: list[str] | None = None) -> int:
         sandboxed = True
     if not sandboxed:
         if not args.allow_unsandboxed:
-            print("grade: bubblewrap (bwrap) is missing or cannot create namespaces here, so submitted code cannot be "
-                  "isolated.\n  Install it (apt-get install bubblewrap), grade inside Docker (see autograder/README.md), "
-                  "or pass --allow-unsandboxed to accept running students' code with your permissions.", file=sys.stderr)
+            print(unsandboxed_refusal("grade"), file=sys.stderr)
             return 2
         print("grade: WARNING: grading WITHOUT a sandbox (--allow-unsandboxed)", file=sys.stderr)
 

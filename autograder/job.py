@@ -523,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import tempfile
 
-    from sandbox import bubblewrap
+    from sandbox import bubblewrap, unsandboxed_refusal
 
     hidden_seed = None
     if args.secret is not None:
@@ -538,8 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         hidden_seed = student_seed(secret, args.chapter, args.student)
     sandboxed = bubblewrap() is not None
     if not sandboxed and not args.allow_unsandboxed:
-        print("job: bubblewrap is not available; refusing to run submitted code unsandboxed "
-              "(pass --allow-unsandboxed to accept that risk)", file=sys.stderr)
+        print(unsandboxed_refusal("job"), file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="seqlab-job-", dir=args.work) as work:
         sandbox = Sandbox(Path(work), Limits(), sandboxed=sandboxed)

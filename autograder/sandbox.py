@@ -65,6 +65,13 @@ class Limits:
         return {"memory_bytes": self.memory_bytes, "cpu_seconds": self.cpu_seconds, "file_bytes": self.file_bytes}
 
 
+def unsandboxed_refusal(program: str) -> str:
+    """What grade.py, job.py and serve.py say when they refuse to run students' code without bubblewrap."""
+    return (f"{program}: bubblewrap (bwrap) is missing or cannot create namespaces here, so submitted code cannot be "
+            "isolated.\n  Install it (apt-get install bubblewrap), grade inside Docker (see autograder/README.md), "
+            "or pass --allow-unsandboxed to accept running students' code with your permissions.")
+
+
 def bubblewrap() -> str | None:
     """The path of a working `bwrap`, or None (missing, or user namespaces disabled)."""
     path = shutil.which("bwrap")

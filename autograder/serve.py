@@ -53,7 +53,7 @@ import grade  # noqa: E402 - the pool's worker functions, the chapters, student 
 import policy as term_policy  # noqa: E402
 from feedback import capped  # noqa: E402 - messages cut as feedback pages cut them
 from job import graded_notebooks  # noqa: E402
-from sandbox import Limits, bubblewrap  # noqa: E402
+from sandbox import Limits, bubblewrap, unsandboxed_refusal  # noqa: E402
 
 from fastapi import FastAPI, Header, Request  # noqa: E402 - module level: the routes' annotations are read as strings
 from fastapi.responses import JSONResponse  # noqa: E402
@@ -864,8 +864,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("waits: --first-wait > 0, --max-wait >= --first-wait and --wait-growth >= 1")
     sandboxed = bubblewrap() is not None
     if not sandboxed and not args.allow_unsandboxed:
-        print("serve: bubblewrap (bwrap) is missing or cannot create namespaces here, so submitted code cannot be "
-              "isolated; install it, or pass --allow-unsandboxed to accept that risk", file=sys.stderr)
+        print(unsandboxed_refusal("serve"), file=sys.stderr)
         return 2
     hub = None
     if args.hub:

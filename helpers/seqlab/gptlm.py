@@ -287,11 +287,12 @@ def _dev_loss_by_position(model, ids, context, device) -> list[float]:
 
 def _train_compared(key, V, streams, words, args) -> dict:
     label, make = MODELS[key]
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     model = make(V).to(args.device)
     parameters = sum(p.numel() for p in model.parameters())
     print(f"{label}: {parameters:,d} parameters", flush=True)
-    figures = train_for(model, streams["train"], args.seconds, context=GPT_CONFIG["context"], **TRAIN_SETTINGS)
+    figures = train_for(model, streams["train"], args.seconds, context=GPT_CONFIG["context"], seed=args.seed,
+                        **TRAIN_SETTINGS)
     row = {"label": label, "parameters": parameters, **figures}
     for split in ("dev", "test"):
         nll, n = stream_nll(model, streams[split], GPT_CONFIG["context"])
@@ -334,11 +335,13 @@ def run_comparison(args) -> int:
     words = {s: brown_word_count(s) for s in ("dev", "test")}
     settings = {"command": "python -m seqlab.gptlm --train" + (f" --seconds {args.seconds:g}" if args.seconds != 1200 else "")
                 + (f" --ladder-seconds {args.ladder_seconds:g}" if args.ladder_seconds != 15 else "")
-                + (f" --record {args.record}" if args.record != RECORD else ""),
+                + (f" --record {args.record}" if args.record != RECORD else "")
+                + (f" --seed {args.seed}" if args.seed else ""),
                 "torch": torch.__version__, "device": str(args.device), "threads": 1, "vocab_size": V,
                 "context": GPT_CONFIG["context"], **TRAIN_SETTINGS,
                 "tokens": {s: len(t) - 1 for s, t in streams.items()}, "words": words, "config": GPT_CONFIG,
-                "seconds_each": args.seconds, "ladder_seconds_each": args.ladder_seconds, "eval_windows_ladder": args.ladder_eval}
+                "seconds_each": args.seconds, "ladder_seconds_each": args.ladder_seconds, "eval_windows_ladder": args.ladder_eval,
+                **({"seed": args.seed} if args.seed else {})}  # seed 0's records carry no seed (they predate --seed)
     record_path = args.record
     results = {}
     for part in args.only or PARTS:
@@ -385,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ladder-eval", type=int, default=400, help="windows scored for the ladder's train/dev perplexity")
     parser.add_argument("--only", nargs="*", choices=PARTS, help="train only these parts (gpt lstm rnn window ladder) and "
                         "merge them into the record: run one process per part to share the work")
+    parser.add_argument("--seed", type=int, default=0, help="the models' initialisation and the order of their "
+                        "training windows (default 0, the committed record's); another seed needs its own --record")
     add_device_argument(parser, default="cpu", help="cpu (default; the record's times are processor time on one thread), "
                         "cuda or cuda:N (times are then wall time of the GPU run, not comparable with the CPU record)")
     args = parser.parse_args(argv)
@@ -392,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("nothing to do: pass --train")
     if args.seconds <= 0 or args.ladder_seconds < 0 or args.ladder_eval < 1:
         parser.error("--seconds must be positive, --ladder-seconds at least 0, --ladder-eval at least 1")
+    if args.seed and args.record == RECORD:
+        parser.error("--seed other than 0 writes a record of its own: pass --record PATH (the committed record is seed 0's)")
     return run_comparison(args)
 
 
