@@ -140,3 +140,46 @@ def test_redact_tracebacks_only_in_graded_cells():
     RedactTracebacks().preprocess_cell(plain, {}, 0)
     assert graded.outputs[0].traceback == ["CheckFailed: P is wrong"]
     assert plain.outputs[0].traceback == ["line 3: _secret = 42"]
+
+
+@pytest.mark.slow
+def test_plain_nbgrader_gives_the_chinese_edition_the_scores_of_the_english(tmp_path):
+    """Issue 46: grading is language-blind under plain nbgrader too (autograder/grade.py: tests/test_i18n.py). The
+    same code in both editions, graded by `nbgrader autograde`: the Chinese solution gets full marks, the Chinese
+    release as students get it (notebooks/zh/) zero, and a partly wrong answer the same points in each test cell in
+    Chinese as in English."""
+    from nbgrader.api import Gradebook
+
+    import i18n
+    from adversarial.generate import partly_wrong
+
+    chapter = "07-attention"  # the cheapest torch chapter to grade
+    name = f"{chapter}.ipynb"
+    catalog = i18n.read_catalog(chapter)
+    workspace = make_workspace(tmp_path / "workspace")
+    nbgrader(workspace, "generate_assignment", chapter, "--force",
+             f"--CourseDirectory.release_directory={tmp_path / 'release'}")
+    wrong = tmp_path / "partly-wrong" / name
+    wrong.parent.mkdir()
+    nbformat.write(partly_wrong(nbformat.read(SOLUTIONS / chapter / name, as_version=4)), wrong)
+    submitted = {"zh_solution": i18n.translated_notebook(SOLUTIONS / chapter / name, catalog),
+                 "zh_release": nbformat.read(REPO / "notebooks" / "zh" / chapter / name, as_version=4),
+                 "en_partly_wrong": nbformat.read(wrong, as_version=4),
+                 "zh_partly_wrong": i18n.translated_notebook(wrong, catalog)}
+    for student, notebook in submitted.items():
+        folder = workspace / "submitted" / student / chapter
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / name)
+    assert submitted["zh_release"].metadata["language"] == "zh" and submitted["zh_partly_wrong"].metadata["language"] == "zh"
+    nbgrader(workspace, "autograde", chapter)
+
+    with Gradebook(f"sqlite:///{workspace / 'gradebook.db'}") as gradebook:
+        cells = {student: {grade.name: grade.score for grade in
+                           gradebook.find_submission_notebook(chapter, chapter, student).grades}
+                 for student in submitted}
+        total = {student: gradebook.find_submission(chapter, student).score for student in submitted}
+        max_score = gradebook.find_submission(chapter, "zh_solution").max_score
+    assert total["zh_solution"] == max_score > 0, cells["zh_solution"]
+    assert total["zh_release"] == 0, cells["zh_release"]
+    assert cells["zh_partly_wrong"] == cells["en_partly_wrong"], (cells["zh_partly_wrong"], cells["en_partly_wrong"])
+    assert 0 < total["en_partly_wrong"] < max_score, total
