@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import shutil
 import sys
@@ -617,6 +618,8 @@ def test_a_figure_draws_chinese_only_with_a_chinese_font_and_reads_aloud_in_chin
 def test_the_chinese_font_is_the_first_that_matplotlib_knows(monkeypatch):
     from matplotlib import font_manager
 
+    monkeypatch.setattr(seqlab_i18n, "_LOOKED_FOR_NEW_FONTS", True, raising=False)  # the machine's own fonts stay out
+
     def knows(*names):
         monkeypatch.setattr(font_manager.fontManager, "ttflist",
                             [font_manager.FontEntry(fname=f"/fonts/{n}.ttf", name=n) for n in names])
@@ -625,6 +628,28 @@ def test_the_chinese_font_is_the_first_that_matplotlib_knows(monkeypatch):
     assert knows("DejaVu Sans", "Liberation Serif") is None
     assert knows("DejaVu Sans", "WenQuanYi Zen Hei") == "WenQuanYi Zen Hei"
     assert knows("SimHei", "Noto Sans CJK SC") == "Noto Sans CJK SC", "in the order of CJK_FONTS, not the machine's"
+
+
+def test_a_chinese_font_installed_after_matplotlibs_font_cache_was_built_is_found_once(monkeypatch):
+    """matplotlib lists the fonts once, in its cache: a font installed later (apt-get in Colab, or after the cache was
+    built) is added from the system's font files that it does not list, once per process, and only when no Chinese
+    font is known."""
+    from matplotlib import font_manager
+
+    listed = [font_manager.FontEntry(fname="/fonts/DejaVuSans.ttf", name="DejaVu Sans")]
+    added = []
+
+    def add(path):
+        added.append(path)
+        listed.append(font_manager.FontEntry(fname=path, name="WenQuanYi Micro Hei"))
+
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", listed)
+    monkeypatch.setattr(font_manager.fontManager, "addfont", add)
+    monkeypatch.setattr(font_manager, "findSystemFonts", lambda: ["/fonts/DejaVuSans.ttf", "/fonts/wqy-microhei.ttc"])
+    monkeypatch.setattr(seqlab_i18n, "_LOOKED_FOR_NEW_FONTS", False, raising=False)
+    assert seqlab_i18n.cjk_font() == "WenQuanYi Micro Hei" and added == ["/fonts/wqy-microhei.ttc"]
+    listed.pop()
+    assert seqlab_i18n.cjk_font() is None and added == ["/fonts/wqy-microhei.ttc"], "the files are looked at once"
 
 
 def test_the_submit_button_and_its_verdict_table_speak_the_editions_language(monkeypatch):
@@ -644,3 +669,189 @@ def test_the_submit_button_and_its_verdict_table_speak_the_editions_language(mon
     assert "提交" in box.verdicts.value and "press Submit" not in box.verdicts.value
     table = submit.report_html(reply)
     assert "<caption>各练习的评分结果</caption>" in table and '<th scope="col">隐藏测试</th>' in table
+
+
+# ---- the beam tree's ranking, seqlab.submit, the data and training modules' errors; a Chinese font ----------------
+
+def toy_beam_tree():
+    """A beam search over the tokens a, b (ids 3, 4) that finishes 3 hypotheses: a ranking of 2 ends in '1 more'."""
+    import torch
+
+    from seqlab import beamtree
+
+    def step(previous, state):
+        logits = torch.tensor([[0.1, 0.0, 0.0, 1.0, 0.9]] * len(previous)) + state
+        return torch.log_softmax(logits, -1), state
+
+    return beamtree.beam_tree(step, torch.zeros(1, 1), beam_width=3, max_len=4), ["<pad>", "<s>", "</s>", "a", "b"]
+
+
+def test_the_beam_trees_ranking_reads_in_chinese_in_the_zh_edition(monkeypatch):
+    from seqlab import beamtree
+
+    tree, labels = toy_beam_tree()
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "en")
+    assert beamtree.finished_lines(tree, labels, shown=2) == [
+        "chosen aaaa   log P -4.46   score -4.46", "       aaab   log P -4.56   score -4.56", "       ... and 1 more"]
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "zh")
+    monkeypatch.setattr(seqlab_i18n, "cjk_font", lambda: "WenQuanYi Micro Hei")
+    import matplotlib
+
+    monkeypatch.setitem(matplotlib.rcParams, "font.family", list(matplotlib.rcParams["font.family"]))
+    chinese = ["选中  aaaa   log P -4.46   分数 -4.46", "     aaab   log P -4.56   分数 -4.56", "     …… 另有 1 个"]
+    assert beamtree.finished_lines(tree, labels, shown=2) == chinese, "drawn in Chinese where a Chinese font is found"
+    monkeypatch.setattr(seqlab_i18n, "cjk_font", lambda: None)
+    drawn = beamtree.finished_lines(tree, labels, shown=2)
+    assert not CJK.search("".join(drawn)), "without a Chinese font the figure draws English (no empty boxes)"
+    assert [seqlab_i18n.read_aloud(line) for line in drawn] == chinese, "and the text equivalent reads it in Chinese"
+
+
+def test_the_submit_command_speaks_the_edition_of_the_notebook_it_submits(tmp_path, monkeypatch, capsys):
+    """`python -m seqlab.submit` runs in a terminal, where no notebook tells seqlab its edition: the notebook submitted
+    does (SEQLAB_LANGUAGE still chooses first), and the language it chose does not outlast the command."""
+    from seqlab import submit
+
+    def said(notebook, **environment) -> str:
+        for name in ("SEQLAB_LANGUAGE", "JPY_SESSION_NAME"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        # no chapter in the name: refused before anything is sent
+        assert submit.main([str(notebook), "--server", "http://127.0.0.1:9", "--token", "t"]) == 1
+        assert os.environ.get("SEQLAB_LANGUAGE") == environment.get("SEQLAB_LANGUAGE"), "the environment is restored"
+        return capsys.readouterr().err
+
+    chinese, english = tmp_path / "zh" / "mine.ipynb", tmp_path / "mine.ipynb"
+    chinese.parent.mkdir()
+    chinese.write_text(json.dumps({"cells": [], "metadata": {"language": "zh"}, "nbformat": 4, "nbformat_minor": 4}))
+    english.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}))
+    english_error = ("seqlab.submit: cannot tell the chapter from mine.ipynb: keep the notebook's own name "
+                     "(e.g. 07-attention.ipynb) or pass --chapter\n")
+    assert said(english) == english_error
+    assert said(chinese) == ("seqlab.submit: 无法从 mine.ipynb 判断章节：请保留笔记本原来的文件名（例如 07-attention.ipynb），"
+                             "或传入 --chapter\n")
+    assert said(chinese, SEQLAB_LANGUAGE="en") == english_error, "SEQLAB_LANGUAGE chooses first"
+    assert CJK.search(said(english, SEQLAB_LANGUAGE="zh"))
+    assert said(tmp_path / "none.ipynb", SEQLAB_LANGUAGE="zh").startswith(f"seqlab.submit: 无法读取 {tmp_path / 'none.ipynb'}：")
+
+
+def test_the_submit_reports_statuses_and_notes_read_in_chinese_in_the_zh_edition(monkeypatch):
+    from seqlab import submit
+
+    reply = {"status": "graded", "id": 7, "chapter": "01-ngram-language-models", "score": None, "max_score": 3,
+             "problems": ["late"],
+             "exercises": [{"exercise": "count_ngrams", "points": 1, "max_points": 2, "visible": "passed",
+                            "hidden": "failed", "hidden_message": "wrong count", "attempts_left": 2},
+                           {"exercise": "mle", "points": None, "max_points": 1, "visible": "failed",
+                            "visible_messages": ["m1"], "hidden": "withheld", "next_allowed": "14:00"}]}
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "en")
+    assert submit.report_lines(reply) == [
+        "submission 7 of 01-ngram-language-models: score withheld", "  note: late",
+        "✗ count_ngrams  1/2  visible checks: passed; hidden tests: failed", "    hidden check: wrong count",
+        "    attempts left now: 2", "… mle  ?/1  visible checks: failed; hidden tests: withheld", "    m1",
+        "    next check of the hidden tests allowed at 14:00"]
+    assert submit.report_lines({"status": "failed", "id": 8, "chapter": "x"}) == ["submission 8 of x: failed"]
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "zh")
+    assert submit.report_lines(reply) == [
+        "提交 7（01-ngram-language-models）：得分暂不公布", "  注意：late",
+        "✗ count_ngrams  1/2  可见检查：通过；隐藏测试：未通过", "    隐藏检查：wrong count",
+        "    目前剩余尝试次数：2", "… mle  ?/1  可见检查：未通过；隐藏测试：暂不公布", "    m1",
+        "    下一次检查隐藏测试的时间：14:00 之后"]
+    assert submit.report_lines({"status": "failed", "id": 8, "chapter": "x"}) == ["提交 8（x）：评分失败"], \
+        "a submission that could not be graded is not a check that failed"
+    assert submit.report_lines({"status": "queued", "id": 9, "chapter": "x"}) == ["提交 9（x）：排队中"]
+    assert "<td>暂不公布</td>" in submit.report_html(reply) and "<td>passed</td>" not in submit.report_html(reply)
+    with pytest.raises(submit.SubmitError, match="没有服务器地址"):
+        submit.settings(None, None)
+
+
+def learner_errors():
+    """Bad input a student can give the data and training modules (each refused before any data is read)."""
+    import torch
+
+    from seqlab import data, dates, embeddings, names, seq2seq, tagger, tokens, wordlm
+
+    return {
+        "load_brown split": lambda: data.load_brown("tests"),
+        "load_hkcancor split": lambda: data.load_hkcancor("dev"),
+        "missing data file": lambda: data.dataset_file("no-such.tsv.xz", "`python -m seqlab.datasets.build_brown`"),
+        "brown_text sentences": lambda: tokens.brown_text("train", -1),
+        "brown_merges vocab_size": lambda: tokens.brown_merges(3),
+        "load_names kind": lambda: names.load_names("middle"),
+        "load_names shared": lambda: names.load_names("first", "shared"),
+        "load_dates split": lambda: dates.load_dates("x"),
+        "reversed_digits": lambda: dates.reversed_digits(-1),
+        "tagger direction": lambda: tagger.load_checkpoint("sideways"),
+        "tagger missing checkpoint": lambda: tagger.load_checkpoint("bi", path=REPO / "no-such.pt"),
+        "WordRNN cell": lambda: wordlm.WordRNN(10, cell="gru"),
+        "wordlm missing checkpoint": lambda: wordlm.load_checkpoint(10, path=REPO / "no-such.pt"),
+        "Vocab twice": lambda: seq2seq.Vocab(["a", "a"]),
+        "select_state": lambda: seq2seq.select_state(3, torch.tensor([0])),
+        "task_data task": lambda: seq2seq.task_data("x", "train"),
+        "load_similarity name": lambda: embeddings.load_similarity("x"),
+        "spearman": lambda: embeddings.spearman([1], [1]),
+        "huffman_tree": lambda: embeddings.huffman_tree([3]),
+    }
+
+
+def test_the_data_and_training_modules_errors_read_in_chinese_in_the_zh_edition(monkeypatch):
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+
+    def errors(language: str) -> dict:
+        monkeypatch.setenv("SEQLAB_LANGUAGE", language)
+        said = {}
+        for name, call in learner_errors().items():
+            with pytest.raises((ValueError, TypeError, FileNotFoundError)) as caught:
+                call()
+            said[name] = (type(caught.value), str(caught.value))
+        return said
+
+    english, chinese = errors("en"), errors("zh")
+    assert english["load_brown split"][1] == "split must be one of ('train', 'dev', 'test'), got 'tests'"
+    assert chinese["load_brown split"][1] == "split 必须是 ('train', 'dev', 'test') 之一，实际为 'tests'"
+    for name in english:
+        assert english[name][0] is chinese[name][0], f"{name}: the same kind of error in either edition"
+        assert not CJK.search(english[name][1]), f"{name}: Chinese in the English edition: {english[name][1]}"
+        assert CJK.search(chinese[name][1]), f"{name}: still English in the Chinese edition: {chinese[name][1]}"
+        assert NUMBER_OR_NAME.findall(english[name][1]) == NUMBER_OR_NAME.findall(chinese[name][1]), \
+            f"{name}: the values quoted are those of the English message: {chinese[name][1]}"
+
+
+NUMBER_OR_NAME = re.compile(r"'[^']*'|-?\d+")
+
+
+def test_a_chinese_beam_tree_is_drawn_with_chinese_glyphs_where_a_chinese_font_is_installed(monkeypatch):
+    """With a Chinese font on the machine (tests/system-packages.sh installs fonts-wqy-microhei) the zh edition's beam
+    tree draws its title, caption and ranking in Chinese, every glyph found: the ranking's monospace lines too."""
+    import io
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqlab import beamtree
+
+    # look at the machine's fonts, whatever ran before in this process
+    monkeypatch.setattr(seqlab_i18n, "_LOOKED_FOR_NEW_FONTS", False, raising=False)
+    if seqlab_i18n.cjk_font() is None:
+        pytest.skip("no Chinese font matplotlib can use here (tests/system-packages.sh installs fonts-wqy-microhei)")
+    monkeypatch.setitem(matplotlib.rcParams, "font.family", list(matplotlib.rcParams["font.family"]))
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv("SEQLAB_LANGUAGE", "zh")
+    tree, labels = toy_beam_tree()
+    title = seqlab_i18n.figure_text(seqlab_i18n.N_("{source!r} -> {output!r}{note}\n(beam width {width}, alpha {alpha})"),
+                                    source="ab", output="aaaa", note="", width=3, alpha=0.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figure = beamtree.draw_beam_tree(tree, labels, title=title)
+        figure.savefig(io.BytesIO(), format="png")
+    plt.close(figure)
+    missing = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)})
+    assert not missing, "glyphs drawn as empty boxes:\n" + "\n".join(missing)
+    assert CJK.search(figure.axes[0].get_title()), "the title is drawn in Chinese"
+    [caption] = [text.get_text() for text in figure.texts if "log P" in text.get_text()]
+    assert "选中  aaaa" in caption and "分数" in caption and "已完成的假设" in caption, caption

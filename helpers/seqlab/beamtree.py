@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from seqlab.seq2seq import BOS, EOS, select_state
-from seqlab.i18n import N_, _, figure_text, read_aloud
+from seqlab.i18n import CJK_FONTS, N_, _, figure_text, read_aloud
 
 __all__ = ["Node", "BeamTree", "beam_tree", "column_rows", "finished_lines", "box_text", "tree_table", "draw_beam_tree",
            "reference_note", "showcase_source", "beam_tree_explorer"]
@@ -120,10 +120,12 @@ def column_rows(tree: BeamTree) -> dict[int, int]:
 def finished_lines(tree: BeamTree, labels: Sequence[str], shown: int = 5) -> list[str]:
     """The finished hypotheses, best score first, one line each (the first ``shown``; then how many more)."""
     finished = sorted((n for n in tree.nodes if n.status == "finished"), key=lambda n: -n.score)
-    lines = [f"{'chosen ' if n.id == tree.best else '       '}{''.join(labels[t] for t in n.tokens) or '(empty)'}"
-             f"   log P {n.log_prob:.2f}   score {n.score:.2f}" for n in finished[:shown]]
+    lines = [figure_text(N_("chosen {output}   log P {log_p:.2f}   score {score:.2f}") if n.id == tree.best else
+                         N_("       {output}   log P {log_p:.2f}   score {score:.2f}"),
+                         output="".join(labels[t] for t in n.tokens) or figure_text(N_("(empty)")),
+                         log_p=n.log_prob, score=n.score) for n in finished[:shown]]
     if len(finished) > shown:
-        lines.append(f"       ... and {len(finished) - shown} more")
+        lines.append(figure_text(N_("       ... and {count} more"), count=len(finished) - shown))
     return lines
 
 
@@ -222,8 +224,10 @@ def draw_beam_tree(tree: BeamTree, labels: Sequence[str], title: str = "", fonts
     ax.set_ylim(-n_rows + 0.4, 0.6)
     ax.axis("off")
     ax.set_title(title, fontsize=fontsize + 1)
+    # monospace keeps the ranking's columns aligned; a Chinese font found for the figure's text draws what it lacks
     figure.text(0.01, bottom - 0.1 / height, "\n".join(caption), fontsize=fontsize, va="top", ha="left",
-                family="monospace", linespacing=1.3)
+                family=["monospace"] + [font for font in plt.rcParams["font.family"] if font in CJK_FONTS],
+                linespacing=1.3)
     from seqlab.a11y import attach
 
     chosen = "".join(labels[t] for t in tree.nodes[tree.best].tokens if t != eos) if tree.best is not None else None

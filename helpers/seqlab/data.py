@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from seqlab.i18n import _
+
 __all__ = ["SPLITS", "HKCANCOR_SPLITS", "BrownSentence", "brown_path", "load_brown", "load_hkcancor"]
 
 SPLITS = ("train", "dev", "test")
@@ -38,7 +40,8 @@ def dataset_file(name: str, rebuild: str) -> Path:
     """The path of a file shipped in ``seqlab/datasets``; a clear error, saying how to rebuild it, if missing."""
     path = DATASETS / name
     if not path.is_file():
-        raise FileNotFoundError(f"the data file {path} is missing: reinstall seqlab, or rebuild it with {rebuild}")
+        raise FileNotFoundError(_("the data file {path} is missing: reinstall seqlab, or rebuild it with {rebuild}").format(
+            path=path, rebuild=rebuild))
     return path
 
 
@@ -82,7 +85,7 @@ def load_brown(split: str = "train", *, lower: bool = False) -> list[BrownSenten
         A new list of :class:`BrownSentence` (``words``, ``tags``, ``document``, ``genre``).
     """
     if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=SPLITS, split=split))
     return list((_brown_lower_table() if lower else _brown_table())[split])
 
 
@@ -106,5 +109,5 @@ def load_hkcancor(split: str = "train") -> list[tuple[str, ...]]:
         A new list of word tuples, for example ``("平", "機票", "要", "淡季", "先", "有得", "平", "𡃉", "喎")``.
     """
     if split not in HKCANCOR_SPLITS:
-        raise ValueError(f"split must be one of {HKCANCOR_SPLITS}, got {split!r}")
+        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=HKCANCOR_SPLITS, split=split))
     return list(_hkcancor_table()[split])

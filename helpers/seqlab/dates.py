@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from seqlab.data import dataset_file
+from seqlab.i18n import _
 
 __all__ = ["DATE_SPLITS", "NUMBER_SPLITS", "LOCALES", "Pair", "dates_path", "load_dates", "load_numbers",
            "number_words", "locale_counts", "reversed_digits"]
@@ -65,14 +66,14 @@ def _table() -> dict[tuple[str, str], tuple[Pair, ...]]:
 def load_dates(split: str = "train") -> list[Pair]:
     """The date pairs of one split, in date order (a train day written twice gives two rows)."""
     if split not in DATE_SPLITS:
-        raise ValueError(f"split must be one of {DATE_SPLITS}, got {split!r}")
+        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=DATE_SPLITS, split=split))
     return list(_table()[("dates", split)])
 
 
 def load_numbers(split: str = "train") -> list[Pair]:
     """The digits -> English words pairs of one split, by number of digits, then as drawn."""
     if split not in NUMBER_SPLITS:
-        raise ValueError(f"split must be one of {NUMBER_SPLITS}, got {split!r}")
+        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=NUMBER_SPLITS, split=split))
     return list(_table()[("numbers", split)])
 
 
@@ -93,12 +94,13 @@ def reversed_digits(n: int, min_digits: int = 3, max_digits: int = 10, seed: int
     source position ``len - 1 - t``. Lengths uniform in ``[min_digits, max_digits]``; the same seed, the same
     pairs. ``locale`` is ``"-"``, ``pattern`` ``"reversed"``."""
     if n < 0 or not 1 <= min_digits <= max_digits:
-        raise ValueError(f"need n >= 0 and 1 <= min_digits <= max_digits, got {n}, {min_digits}, {max_digits}")
+        raise ValueError(_("need n >= 0 and 1 <= min_digits <= max_digits, got {n}, {min_digits}, {max_digits}").format(
+            n=n, min_digits=min_digits, max_digits=max_digits))
     import random
 
     rng = random.Random(seed)
     pairs = []
-    for _ in range(n):
+    for _pair in range(n):
         digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(min_digits, max_digits)))
         pairs.append(Pair(digits, digits[::-1], "-", "reversed"))
     return pairs

@@ -23,6 +23,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from seqlab.data import dataset_file
+from seqlab.i18n import _
 
 __all__ = ["load_glove", "load_analogies", "load_similarity", "load_projector_layout", "spearman",
            "analogy_accuracy", "similarity_spearman", "AnalogyResult", "HuffmanTree", "huffman_tree"]
@@ -78,7 +79,7 @@ def load_analogies() -> dict[str, list[tuple[str, str, str, str]]]:
 def load_similarity(name: str = "wordsim353") -> list[tuple[str, str, float]]:
     """``(word1, word2, human score)`` for ``"wordsim353"`` (0-10, relatedness) or ``"simlex999"`` (0-10, similarity)."""
     if name not in ("wordsim353", "simlex999"):
-        raise ValueError(f"name must be 'wordsim353' or 'simlex999', got {name!r}")
+        raise ValueError(_("name must be 'wordsim353' or 'simlex999', got {name!r}").format(name=name))
     text = lzma.decompress(dataset_file("similarity.tsv.xz", _REBUILD).read_bytes()).decode("utf-8")
     rows = [line.split("\t") for line in text.splitlines()]
     return [(a, b, float(s)) for set_name, a, b, s in rows if set_name == name]
@@ -107,7 +108,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rank correlation: the Pearson correlation of the ranks (ties averaged)."""
     rx, ry = _ranks(np.asarray(x)), _ranks(np.asarray(y))
     if len(rx) != len(ry) or len(rx) < 2:
-        raise ValueError("spearman needs two sequences of one length, at least 2")
+        raise ValueError(_("spearman needs two sequences of one length, at least 2"))
     rx, ry = rx - rx.mean(), ry - ry.mean()
     denominator = np.sqrt((rx ** 2).sum() * (ry ** 2).sum())
     return float((rx * ry).sum() / denominator) if denominator > 0 else 0.0
@@ -184,7 +185,7 @@ def huffman_tree(counts: Sequence[int]) -> HuffmanTree:
     counts = np.asarray(counts)
     V = len(counts)
     if V < 2:
-        raise ValueError(f"a Huffman tree needs at least 2 words, got {V}")
+        raise ValueError(_("a Huffman tree needs at least 2 words, got {count}").format(count=V))
     heap = [(int(c), i) for i, c in enumerate(counts)]  # leaves are 0..V-1, inner nodes V..2V-2
     heapq.heapify(heap)
     parent = np.zeros(2 * V - 1, dtype=np.int64)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import gettext
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -45,6 +46,16 @@ def _notebook_path() -> str | None:
         except ImportError:
             path = None
     return path if isinstance(path, str) and path.endswith(".ipynb") else None
+
+
+def edition_of(notebook: str | os.PathLike) -> str:
+    """The language of the notebook file's edition (its metadata's ``language``); English where it has none, or where
+    the file cannot be read."""
+    try:
+        modified = os.stat(notebook).st_mtime
+    except OSError:
+        return ENGLISH
+    return _edition_of(os.fspath(notebook), modified)
 
 
 def language() -> str:
@@ -88,12 +99,46 @@ _READ_ALOUD: dict[tuple[str, str], str] = {}  # (language, English text drawn in
 _READ_ALOUD_MOST = 2048
 
 
+_LOOKED_FOR_NEW_FONTS = False
+
+
 def cjk_font() -> str | None:
-    """The first of :data:`CJK_FONTS` that matplotlib's font manager knows, or None."""
+    """The first of :data:`CJK_FONTS` that matplotlib's font manager knows, or None.
+
+    matplotlib lists the machine's fonts once, in its font cache, and never looks again: a font installed since
+    (``apt-get install fonts-wqy-microhei`` in Colab, or after the cache was built) stays unknown to it. So when it
+    knows none of :data:`CJK_FONTS`, the font files it has not listed are added to it, once per process."""
     from matplotlib import font_manager
 
-    known = {font.name for font in font_manager.fontManager.ttflist}
-    return next((name for name in CJK_FONTS if name in known), None)
+    def first_known() -> str | None:
+        known = {font.name for font in font_manager.fontManager.ttflist}
+        return next((name for name in CJK_FONTS if name in known), None)
+
+    found = first_known()
+    if found is None and _add_fonts_installed_since_the_cache():
+        found = first_known()
+    return found
+
+
+def _add_fonts_installed_since_the_cache() -> bool:
+    """Adds to matplotlib's font manager the system's font files it does not list; True when there were any."""
+    global _LOOKED_FOR_NEW_FONTS
+    if _LOOKED_FOR_NEW_FONTS:
+        return False
+    _LOOKED_FOR_NEW_FONTS = True
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    listed = {font.fname for font in manager.ttflist}
+    added = False
+    for path in font_manager.findSystemFonts():
+        if path not in listed:
+            try:
+                manager.addfont(path)
+                added = True
+            except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read is not a font we can use
+                continue
+    return added
 
 
 def _draw_with(font: str) -> None:
@@ -103,6 +148,27 @@ def _draw_with(font: str) -> None:
     families = list(matplotlib.rcParams["font.family"])
     if font not in families:
         matplotlib.rcParams["font.family"] = families + [font]
+    _quiet_about_the_weights_of(font)
+
+
+class _OneWeightFont(logging.Filter):
+    """Drops matplotlib's "findfont: Failed to find font weight bold for <font>" about the Chinese font: WenQuanYi has
+    one weight, so the Chinese glyphs of bold text are drawn regular (its Latin glyphs still come from DejaVu Sans
+    Bold); that is expected, and would otherwise be printed under a notebook's figure as if something were wrong."""
+
+    def __init__(self, font: str):
+        super().__init__()
+        self.font = font
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (str(record.msg).startswith("findfont: Failed to find font weight")
+                    and isinstance(record.args, tuple) and len(record.args) > 1 and record.args[1] == self.font)
+
+
+def _quiet_about_the_weights_of(font: str) -> None:
+    logger = logging.getLogger("matplotlib.font_manager")
+    if not any(isinstance(f, _OneWeightFont) and f.font == font for f in logger.filters):
+        logger.addFilter(_OneWeightFont(font))
 
 
 def _joined(value, shown):

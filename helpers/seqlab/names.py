@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from seqlab.data import dataset_file
+from seqlab.i18n import _
 
 __all__ = ["KINDS", "SPLITS", "Name", "names_path", "load_names", "surname_origins", "class_sizes"]
 
@@ -58,11 +59,11 @@ def load_names(kind: str = "surnames", split: str = "train") -> list[Name]:
         split: ``"train"``, ``"dev"``, ``"test"``, or ``"shared"`` (surnames of several origins).
     """
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise ValueError(_("kind must be one of {choices}, got {kind!r}").format(choices=KINDS, kind=kind))
     if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=SPLITS, split=split))
     if kind == "first" and split == "shared":
-        raise ValueError("the split 'shared' exists only for surnames")
+        raise ValueError(_("the split 'shared' exists only for surnames"))
     return list(_table().get((_KIND_IN_FILE[kind], split), ()))
 
 

@@ -101,7 +101,7 @@ class Vocab:
         if tuple(tokens[:4]) != SPECIALS:
             tokens = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
         if len(set(tokens)) != len(tokens):
-            raise ValueError("the vocabulary lists a token twice")
+            raise ValueError(_("the vocabulary lists a token twice"))
         self.tokens = tokens
         self.index = {t: i for i, t in enumerate(tokens)}
 
@@ -244,7 +244,8 @@ def select_state(state: Any, index: torch.Tensor) -> Any:
         return {k: select_state(v, index) for k, v in state.items()}
     if isinstance(state, (tuple, list)):
         return type(state)(select_state(v, index) for v in state)
-    raise TypeError(f"a decoding state must be a tensor or a tuple/list/dict of tensors, got {type(state).__name__}")
+    raise TypeError(_("a decoding state must be a tensor or a tuple/list/dict of tensors, got {kind}").format(
+        kind=type(state).__name__))
 
 
 def greedy_search(step: Callable, state: Any, batch_size: int, bos: int = BOS, eos: int = EOS,
@@ -452,7 +453,7 @@ def task_data(task: str, split: str):
     from seqlab.dates import load_dates, load_numbers
 
     if task not in TASKS:
-        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+        raise ValueError(_("task must be one of {choices}, got {task!r}").format(choices=sorted(TASKS), task=task))
     return load_dates(split) if task == "dates" else load_numbers(split)
 
 

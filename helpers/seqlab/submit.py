@@ -20,6 +20,7 @@ has no limit. Only the Python standard library is used here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
 import os
@@ -31,8 +32,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from seqlab.i18n import N_, _
+from seqlab.i18n import ENGLISH, N_, _, edition_of
 
+DESCRIPTION = N_("Submit a chapter's saved notebook to the course's submission service, and read its verdicts.")
 CHAPTER_NAME = re.compile(r"\d\d-[a-z0-9-]+")
 
 
@@ -49,8 +51,8 @@ def chapter_of(notebook: Path) -> str:
     for name in (notebook.stem, notebook.resolve().parent.name):
         if CHAPTER_NAME.fullmatch(name):
             return name
-    raise SubmitError(f"cannot tell the chapter from {notebook.name}: keep the notebook's own name "
-                      "(e.g. 07-attention.ipynb) or pass --chapter")
+    raise SubmitError(_("cannot tell the chapter from {name}: keep the notebook's own name "
+                        "(e.g. 07-attention.ipynb) or pass --chapter").format(name=notebook.name))
 
 
 def _request(method: str, url: str, token: str, body: bytes | None = None, timeout: float = 60) -> dict:
@@ -65,13 +67,13 @@ def _request(method: str, url: str, token: str, body: bytes | None = None, timeo
         except (ValueError, AttributeError):
             said = None
         retry = error.headers.get("Retry-After")
-        raise SubmitError(said or f"the service answered {error.code} {error.reason}",
+        raise SubmitError(said or _("the service answered {code} {reason}").format(code=error.code, reason=error.reason),
                           int(retry) if retry and retry.isdigit() else None, error.code) from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
-        raise SubmitError(f"cannot reach the submission service at {url}: {reason}") from None
+        raise SubmitError(_("cannot reach the submission service at {url}: {reason}").format(url=url, reason=reason)) from None
     except ValueError:
-        raise SubmitError(f"the service at {url} did not answer with JSON (is the address right?)") from None
+        raise SubmitError(_("the service at {url} did not answer with JSON (is the address right?)").format(url=url)) from None
 
 
 def settings(server: str | None, token: str | None) -> tuple[str, str]:
@@ -79,9 +81,9 @@ def settings(server: str | None, token: str | None) -> tuple[str, str]:
     # in a JupyterHub the notebook server's own token names the student to a service run by the Hub (serve.py --hub)
     token = (token or os.environ.get("SEQLAB_SUBMIT_TOKEN") or os.environ.get("JUPYTERHUB_API_TOKEN") or "").strip()
     if not server:
-        raise SubmitError("no server: pass --server URL (or set SEQLAB_SUBMIT_SERVER); your instructor gives the address")
+        raise SubmitError(_("no server: pass --server URL (or set SEQLAB_SUBMIT_SERVER); your instructor gives the address"))
     if not token:
-        raise SubmitError("no token: pass --token (or set SEQLAB_SUBMIT_TOKEN); your instructor gives each student one")
+        raise SubmitError(_("no token: pass --token (or set SEQLAB_SUBMIT_TOKEN); your instructor gives each student one"))
     return server, token
 
 
@@ -95,7 +97,7 @@ def submit(notebook: str | os.PathLike, server: str | None = None, token: str | 
     try:
         body = path.read_bytes()
     except OSError as error:
-        raise SubmitError(f"cannot read {path}: {error.strerror}") from None
+        raise SubmitError(_("cannot read {path}: {reason}").format(path=path, reason=error.strerror)) from None
     chapter = chapter or chapter_of(path)
     reply = _request("POST", f"{server}/submit/{chapter}", token, body)
     if not wait:
@@ -105,32 +107,44 @@ def submit(notebook: str | os.PathLike, server: str | None = None, token: str | 
         if on_update is not None:
             on_update(reply)
         if time.monotonic() > deadline:
-            raise SubmitError(f"not graded within {timeout:.0f} s; see it later with GET {server}/submissions")
+            raise SubmitError(_("not graded within {timeout:.0f} s; see it later with GET {server}/submissions").format(
+                timeout=timeout, server=server))
         time.sleep(min(5.0, max(1.0, reply.get("estimated_wait_s", 2) / 4)))
         reply = _request("GET", f"{server}/submissions/{reply['id']}", token)
     return reply
 
 
 MARKS = {"passed": "✓", "failed": "✗", "withheld": "…", "not run": "–"}
+# What the service says of a submission (queued, grading, graded, failed) and of an exercise's checks.
+STATUSES = {"queued": N_("queued"), "grading": N_("grading"), "graded": N_("graded"), "failed": N_("failed"),
+            "passed": N_("passed"), "withheld": N_("withheld"), "not run": N_("not run"), "none": N_("none")}
+
+
+def status_text(status) -> str:
+    """A status the service sent, in the edition's language; one this module does not know, as it came."""
+    return _(STATUSES[status]) if isinstance(status, str) and status in STATUSES else str(status)
 
 
 def report_lines(reply: dict) -> list[str]:
     """The verdicts in plain text: a line per exercise, its messages indented below."""
     if reply.get("status") != "graded":
-        return [f"submission {reply.get('id')} of {reply.get('chapter')}: {reply.get('status')}"] + \
+        # a submission that "failed" could not be graded: said in words of its own, not as a check that failed
+        said = N_("submission {id} of {chapter}: failed") if reply.get("status") == "failed" else \
+            N_("submission {id} of {chapter}: {outcome}")
+        return [_(said).format(id=reply.get("id"), chapter=reply.get("chapter"), outcome=status_text(reply.get("status")))] + \
             [f"  {p}" for p in reply.get("problems", [])]
-    score = "score withheld" if reply.get("score") is None else f"{reply['score']:g} / {reply['max_score']:g}"
-    lines = [f"submission {reply['id']} of {reply['chapter']}: {score}"]
+    score = _("score withheld") if reply.get("score") is None else f"{reply['score']:g} / {reply['max_score']:g}"
+    lines = [_("submission {id} of {chapter}: {outcome}").format(id=reply["id"], chapter=reply["chapter"], outcome=score)]
     for problem in reply.get("problems", []):
-        lines.append(f"  note: {problem}")
+        lines.append("  " + _("note: {problem}").format(problem=problem))
     for verdict in reply.get("exercises", []):
         points = "?" if verdict.get("points") is None else f"{verdict['points']:g}"
         mark = "✓" if verdict["visible"] == "passed" and verdict.get("hidden") in (None, "passed") else "✗"
         if verdict.get("hidden") == "withheld":
             mark = MARKS["withheld"]
-        hidden = f"; hidden tests: {verdict['hidden']}" if verdict.get("hidden") else ""
-        lines.append(f"{mark} {verdict['exercise']}  {points}/{verdict['max_points']:g}  visible checks: "
-                     f"{verdict['visible']}{hidden}")
+        hidden = _("; hidden tests: {hidden}").format(hidden=status_text(verdict["hidden"])) if verdict.get("hidden") else ""
+        lines.append(f"{mark} {verdict['exercise']}  {points}/{verdict['max_points']:g}  "
+                     + _("visible checks: {visible}{hidden}").format(visible=status_text(verdict["visible"]), hidden=hidden))
         lines += [f"    {note}" for note in verdict_notes(verdict)]
     return lines
 
@@ -140,13 +154,13 @@ def verdict_notes(verdict: dict) -> list[str]:
     check's, why a hidden verdict is not shown, and the attempts left or when the hidden tests may next be checked."""
     notes = list(verdict.get("visible_messages", [])) if verdict["visible"] != "passed" else []
     if verdict.get("hidden_message"):
-        notes.append(f"hidden check: {verdict['hidden_message']}")
+        notes.append(_("hidden check: {message}").format(message=verdict["hidden_message"]))
     if verdict.get("hidden_note"):
         notes.append(f"({verdict['hidden_note']})")
     if verdict.get("next_allowed"):
-        notes.append(f"next check of the hidden tests allowed at {verdict['next_allowed']}")
+        notes.append(_("next check of the hidden tests allowed at {time}").format(time=verdict["next_allowed"]))
     elif verdict.get("attempts_left") is not None:
-        notes.append(f"attempts left now: {verdict['attempts_left']}")
+        notes.append(_("attempts left now: {count}").format(count=verdict["attempts_left"]))
     return notes
 
 
@@ -159,11 +173,12 @@ def report_html(reply: dict) -> str:
     rows = []
     for verdict in reply.get("exercises", []):
         points = "?" if verdict.get("points") is None else f"{verdict['points']:g}"
-        cells = [f"{points} / {verdict['max_points']:g}", verdict["visible"], verdict.get("hidden") or "none"]
+        cells = [f"{points} / {verdict['max_points']:g}", status_text(verdict["visible"]),
+                 status_text(verdict.get("hidden") or "none")]
         rows.append(f"<tr><th scope=\"row\">{html.escape(verdict['exercise'])}</th>"
                     + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
                     + "<td>" + "<br>".join(html.escape(n) for n in verdict_notes(verdict)) + "</td></tr>")
-    problems = "".join(f"<div>note: {html.escape(p)}</div>" for p in reply.get("problems", []))
+    problems = "".join(f"<div>{html.escape(_('note: {problem}').format(problem=p))}</div>" for p in reply.get("problems", []))
     headers = "".join(f'<th scope="col">{html.escape(_(header))}</th>'
                       for header in (N_("exercise"), N_("points"), N_("visible checks"), N_("hidden tests"), N_("messages")))
     table = (f"<table><caption>{html.escape(_('Verdicts per exercise'))}</caption><thead><tr>{headers}</tr></thead>"
@@ -228,7 +243,7 @@ def _saved_notebook(chapter: str | None) -> Path:
     found = sorted(Path.cwd().glob(f"{chapter}.ipynb" if chapter else "[0-9][0-9]-*.ipynb"))
     if len(found) == 1:
         return found[0]
-    raise SubmitError("cannot tell which notebook to submit: pass notebook='07-attention.ipynb' to button()")
+    raise SubmitError(_("cannot tell which notebook to submit: pass notebook='07-attention.ipynb' to button()"))
 
 
 def button(server: str | None = None, token: str | None = None, notebook: str | os.PathLike | None = None,
@@ -272,7 +287,7 @@ def button(server: str | None = None, token: str | None = None, notebook: str | 
             def waiting(reply: dict) -> None:
                 where = _(", position {position}").format(position=reply["position"]) if reply.get("position") else ""
                 show(_announce(_("Submission {id}: {status}{where}; about {wait} s…").format(
-                    id=reply.get("id"), status=html.escape(str(reply.get("status"))), where=where,
+                    id=reply.get("id"), status=html.escape(status_text(reply.get("status"))), where=where,
                     wait=reply.get("estimated_wait_s", "?"))))
 
             reply = submit(path, server, token, chapter, on_update=waiting)
@@ -299,29 +314,52 @@ def button(server: str | None = None, token: str | None = None, notebook: str | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m seqlab.submit", description=__doc__.splitlines()[0])
-    parser.add_argument("notebook", type=Path, help="the saved notebook, e.g. 07-attention.ipynb")
-    parser.add_argument("--server", help="the service's address (or SEQLAB_SUBMIT_SERVER)")
-    parser.add_argument("--token", help="your token (or SEQLAB_SUBMIT_TOKEN)")
-    parser.add_argument("--chapter", help="the chapter (default: from the notebook's name)")
-    parser.add_argument("--no-wait", action="store_true", help="submit and return; read the verdicts later")
-    parser.add_argument("--json", action="store_true", help="print the service's answer as JSON")
+    parser = argparse.ArgumentParser(prog="python -m seqlab.submit", description=_(DESCRIPTION))
+    parser.add_argument("notebook", type=Path, help=_("the saved notebook, e.g. 07-attention.ipynb"))
+    parser.add_argument("--server", help=_("the service's address (or SEQLAB_SUBMIT_SERVER)"))
+    parser.add_argument("--token", help=_("your token (or SEQLAB_SUBMIT_TOKEN)"))
+    parser.add_argument("--chapter", help=_("the chapter (default: from the notebook's name)"))
+    parser.add_argument("--no-wait", action="store_true", help=_("submit and return; read the verdicts later"))
+    parser.add_argument("--json", action="store_true", help=_("print the service's answer as JSON"))
     args = parser.parse_args(argv)
+    with _speaking_the_edition_of(args.notebook):
+        return _submit_and_report(args)
 
+
+@contextlib.contextmanager
+def _speaking_the_edition_of(notebook: Path):
+    """A terminal has no running notebook to tell seqlab its edition: the notebook submitted tells it (a notebook of
+    notebooks/zh/ is Chinese), unless SEQLAB_LANGUAGE chooses."""
+    chosen = os.environ.get("SEQLAB_LANGUAGE")
+    edition = edition_of(notebook)
+    if (chosen or "").strip() or edition == ENGLISH:
+        yield
+        return
+    os.environ["SEQLAB_LANGUAGE"] = edition
+    try:
+        yield
+    finally:
+        if chosen is None:
+            del os.environ["SEQLAB_LANGUAGE"]
+        else:
+            os.environ["SEQLAB_LANGUAGE"] = chosen
+
+
+def _submit_and_report(args: argparse.Namespace) -> int:
     def progress(reply: dict) -> None:
         if not args.json:
-            print(f"submission {reply.get('id')}: {reply.get('status')}"
-                  + (f", position {reply['position']}" if reply.get("position") else ""), file=sys.stderr)
+            print(_("submission {id}: {status}").format(id=reply.get("id"), status=status_text(reply.get("status")))
+                  + (_(", position {position}").format(position=reply["position"]) if reply.get("position") else ""),
+                  file=sys.stderr)
 
     try:
         reply = submit(args.notebook, args.server, args.token, args.chapter, wait=not args.no_wait, on_update=progress)
     except SubmitError as error:
-        retry = f" (try again in {error.retry_after} s)" if error.retry_after else ""
+        retry = _(" (try again in {seconds} s)").format(seconds=error.retry_after) if error.retry_after else ""
         print(f"seqlab.submit: {error}{retry}", file=sys.stderr)
         return 3 if error.retry_after else 1
     print(json.dumps(reply, indent=1, ensure_ascii=False) if args.json else "\n".join(report_lines(reply)))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from seqlab.data import load_brown
+from seqlab.i18n import _
 from seqlab.tagsets import UNIVERSAL_TAGS, universal_tags
 
 __all__ = ["TAGS", "SHAPES", "DIRECTIONS", "CHECKPOINTS", "Vocabulary", "Tagger", "tagging_splits", "training_vocabulary", "word_shape",
@@ -275,7 +276,7 @@ def checkpoint_record(direction: str = "bi") -> dict:
 
 def _checkpoint(direction: str) -> Path:
     if direction not in CHECKPOINTS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
+        raise ValueError(_("direction must be one of {choices}, not {direction!r}").format(choices=DIRECTIONS, direction=direction))
     return CHECKPOINTS[direction]
 
 
@@ -290,14 +291,16 @@ def load_checkpoint(direction: str = "bi", path: Path | None = None) -> tuple[Ta
     (rebuilt from the training split, checked against the checkpoint's sizes)."""
     path = path or _checkpoint(direction)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: reinstall seqlab, or retrain with `python -m seqlab.tagger --direction {direction}`")
+        raise FileNotFoundError(_("{path} is missing: reinstall seqlab, or retrain with `python -m seqlab.tagger --direction {direction}`")
+                                .format(path=path, direction=direction))
     saved = torch.load(path, map_location="cpu", weights_only=True)
     vocab = saved.get("vocab") or training_vocabulary(saved["config"]["min_count"])
     if isinstance(vocab, dict):  # a checkpoint of a --max-sentences run carries its own small vocabulary
         vocab = Vocabulary([s.words for s in load_brown("train")[: vocab["max_sentences"]]], saved["config"]["min_count"])
     if (len(vocab.words), len(vocab.suffixes)) != (saved["n_words"], saved["n_suffixes"]):
-        raise ValueError(f"the checkpoint has {saved['n_words']} words and {saved['n_suffixes']} suffixes, "
-                         f"the training split gives {len(vocab.words)} and {len(vocab.suffixes)}")
+        raise ValueError(_("the checkpoint has {words} words and {suffixes} suffixes, the training split gives {split_words} "
+                           "and {split_suffixes}").format(words=saved["n_words"], suffixes=saved["n_suffixes"],
+                                                          split_words=len(vocab.words), split_suffixes=len(vocab.suffixes)))
     model = Tagger(saved["n_words"], saved["n_suffixes"], saved["bidirectional"], **saved["config"])
     model.load_state_dict({k: v.float() for k, v in saved["state_dict"].items()})
     return model.eval(), vocab

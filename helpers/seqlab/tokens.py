@@ -45,12 +45,12 @@ REBUILD = "`python -m seqlab.datasets.build_gpt2_ranks` (needs npm)"
 
 def _check_split(split: str) -> None:
     if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=SPLITS, split=split))
 
 
 def _check_limit(sentences: int | None) -> None:
     if sentences is not None and (isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0):
-        raise ValueError(f"sentences must be None or a whole number >= 0, got {sentences!r}")
+        raise ValueError(_("sentences must be None or a whole number >= 0, got {sentences!r}").format(sentences=sentences))
 
 
 def brown_text(split: str = "train", sentences: int | None = None) -> str:
@@ -131,7 +131,8 @@ def brown_merges(vocab_size: int = BROWN_VOCAB_SIZE) -> list[tuple[bytes, bytes]
     table = _brown_merge_table()
     largest = 256 + len(table)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or not 256 <= vocab_size <= largest:
-        raise ValueError(f"vocab_size must be a whole number from 256 to {largest}, got {vocab_size!r}")
+        raise ValueError(_("vocab_size must be a whole number from 256 to {largest}, got {vocab_size!r}").format(
+            largest=largest, vocab_size=vocab_size))
     return list(table[: vocab_size - 256])
 
 

@@ -43,6 +43,8 @@ from typing import Iterator, Sequence
 import torch
 from torch import nn
 
+from seqlab.i18n import _
+
 __all__ = ["UNK", "BOS", "EOS", "CHECKPOINT", "brown_vocab", "brown_splits", "encode", "WordRNN",
            "batches", "evaluate", "train_epoch", "load_checkpoint", "checkpoint_record"]
 
@@ -86,7 +88,7 @@ class WordRNN(nn.Module):
                  cutoffs: Sequence[int] = (2000, 10000), dropout: float = 0.3, cell: str = "lstm"):
         super().__init__()
         if cell not in CELLS:
-            raise ValueError(f"cell must be one of {CELLS}, not {cell!r}")
+            raise ValueError(_("cell must be one of {choices}, not {cell!r}").format(choices=CELLS, cell=cell))
         self.vocab_size, self.input_vocab, self.cell = vocab_size, min(input_vocab, vocab_size), cell
         self.embed = nn.Embedding(self.input_vocab, embed)
         recurrent = nn.LSTM if cell == "lstm" else nn.RNN  # nn.RNN's default nonlinearity is tanh
@@ -180,7 +182,7 @@ def checkpoint_record(cell: str = "lstm") -> dict:
 
 def _checkpoint(cell: str) -> Path:
     if cell not in CHECKPOINTS:
-        raise ValueError(f"cell must be one of {CELLS}, not {cell!r}")
+        raise ValueError(_("cell must be one of {choices}, not {cell!r}").format(choices=CELLS, cell=cell))
     return CHECKPOINTS[cell]
 
 
@@ -188,11 +190,12 @@ def load_checkpoint(vocab_size: int, cell: str = "lstm", path: Path | None = Non
     """The committed model of that cell (or the one at ``path``), in float32 and evaluation mode."""
     path = path or _checkpoint(cell)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: reinstall seqlab, or retrain with "
-                                f"`python -m seqlab.wordlm --cell {cell}`")
+        raise FileNotFoundError(_("{path} is missing: reinstall seqlab, or retrain with `python -m seqlab.wordlm --cell {cell}`")
+                                .format(path=path, cell=cell))
     saved = torch.load(path, map_location="cpu", weights_only=True)
     if saved["vocab_size"] != vocab_size:
-        raise ValueError(f"the checkpoint has {saved['vocab_size']} tokens, the vocabulary {vocab_size}")
+        raise ValueError(_("the checkpoint has {count} tokens, the vocabulary {vocab_size}").format(
+            count=saved["vocab_size"], vocab_size=vocab_size))
     model = WordRNN(vocab_size, **saved["config"])
     model.load_state_dict({k: v.float() for k, v in saved["state_dict"].items()})
     return model.eval()
