@@ -822,9 +822,10 @@ def test_the_data_and_training_modules_errors_read_in_chinese_in_the_zh_edition(
 NUMBER_OR_NAME = re.compile(r"'[^']*'|-?\d+")
 
 
-def test_a_chinese_beam_tree_is_drawn_with_chinese_glyphs_where_a_chinese_font_is_installed(monkeypatch):
-    """With a Chinese font on the machine (tests/system-packages.sh installs fonts-wqy-microhei) the zh edition's beam
-    tree draws its title, caption and ranking in Chinese, every glyph found: the ranking's monospace lines too."""
+def test_zh_figures_are_drawn_with_chinese_glyphs_where_a_chinese_font_is_installed(monkeypatch, caplog):
+    """With a Chinese font on the machine (tests/system-packages.sh installs fonts-wqy-microhei) the zh edition's
+    figures draw their text in Chinese, every glyph found: the gradient-flow figure's title and labels (made by
+    plt.subplots before the first text is translated), the beam tree's caption and its monospace ranking."""
     import io
     import warnings
 
@@ -833,25 +834,35 @@ def test_a_chinese_beam_tree_is_drawn_with_chinese_glyphs_where_a_chinese_font_i
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from seqlab import beamtree
+    from seqlab import beamtree, gradflow
 
     # look at the machine's fonts, whatever ran before in this process
     monkeypatch.setattr(seqlab_i18n, "_LOOKED_FOR_NEW_FONTS", False, raising=False)
     if seqlab_i18n.cjk_font() is None:
         pytest.skip("no Chinese font matplotlib can use here (tests/system-packages.sh installs fonts-wqy-microhei)")
-    monkeypatch.setitem(matplotlib.rcParams, "font.family", list(matplotlib.rcParams["font.family"]))
+    # as in a fresh kernel: no Chinese font among the families yet
+    monkeypatch.setitem(matplotlib.rcParams, "font.family",
+                        [family for family in matplotlib.rcParams["font.family"] if family not in seqlab_i18n.CJK_FONTS])
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.setenv("SEQLAB_LANGUAGE", "zh")
     tree, labels = toy_beam_tree()
-    title = seqlab_i18n.figure_text(seqlab_i18n.N_("{source!r} -> {output!r}{note}\n(beam width {width}, alpha {alpha})"),
-                                    source="ab", output="aaaa", note="", width=3, alpha=0.0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        gradients = gradflow.draw_gradient_flow(length=8, scale=0.9)
+        gradients.savefig(io.BytesIO(), format="png")
+        title = seqlab_i18n.figure_text(
+            seqlab_i18n.N_("{source!r} -> {output!r}{note}\n(beam width {width}, alpha {alpha})"),
+            source="ab", output="aaaa", note="", width=3, alpha=0.0)
         figure = beamtree.draw_beam_tree(tree, labels, title=title)
         figure.savefig(io.BytesIO(), format="png")
+    plt.close(gradients)
     plt.close(figure)
-    missing = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)})
-    assert not missing, "glyphs drawn as empty boxes:\n" + "\n".join(missing)
+    missing = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)}
+                     | {r.getMessage() for r in caplog.records if "does not have a glyph" in r.getMessage()})
+    assert not missing, "glyphs drawn as empty boxes (a label with a $formula$ is drawn by mathtext, which has no " \
+                        "Chinese):\n" + "\n".join(missing)
+    assert CJK.search(gradients.axes[0].get_title()) and CJK.search(gradients.axes[0].get_xlabel())
+    assert any("$" in text.get_text() for text in gradients.axes[0].get_legend().get_texts()), "a formula is drawn"
     assert CJK.search(figure.axes[0].get_title()), "the title is drawn in Chinese"
     [caption] = [text.get_text() for text in figure.texts if "log P" in text.get_text()]
     assert "选中  aaaa" in caption and "分数" in caption and "已完成的假设" in caption, caption

@@ -18,6 +18,7 @@ import gettext
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -148,7 +149,23 @@ def _draw_with(font: str) -> None:
     families = list(matplotlib.rcParams["font.family"])
     if font not in families:
         matplotlib.rcParams["font.family"] = families + [font]
+        _fall_back_in_open_figures(families, font)
     _quiet_about_the_weights_of(font)
+
+
+def _fall_back_in_open_figures(families: list, font: str) -> None:
+    """A text keeps the font.family it was made with: a figure's title and axis labels exist from plt.subplots on,
+    before its first label is translated, and would draw their Chinese as empty boxes. Those of the open figures that
+    have the families without ``font`` get it as their fallback too."""
+    helpers = sys.modules.get("matplotlib._pylab_helpers")  # no pyplot yet: no open figure
+    if helpers is None:
+        return
+    from matplotlib.text import Text
+
+    for manager in helpers.Gcf.get_all_fig_managers():
+        for text in manager.canvas.figure.findobj(Text):
+            if list(text.get_fontfamily()) == families:
+                text.set_fontfamily(families + [font])
 
 
 class _OneWeightFont(logging.Filter):
@@ -182,8 +199,8 @@ def figure_text(message: str, **values) -> str:
     """``message`` (formatted with ``values``) for a matplotlib figure: title, axis label, legend, control caption.
 
     In a translated edition the figure shows the translation only where matplotlib finds a font with its glyphs
-    (:func:`cjk_font`: Colab and a bare Debian have none, and Chinese would be drawn as empty boxes); otherwise
-    it draws the English text and remembers the translation, so that the figure's alt text and text equivalent
+    (:func:`cjk_font`: Colab and a bare Debian have none, and Chinese would be drawn as empty boxes) and the text
+    has no formula (:func:`_drawn_as_formula`); otherwise it draws the English text and remembers the translation, so that the figure's alt text and text equivalent
     (seqlab.a11y, through :func:`read_aloud`) are in the edition's language either way. Mark the literal with
     ``N_`` so that the catalog has it: ``figure_text(N_("time step t"))``. A value that is a list of texts is
     joined with ", ".
@@ -198,12 +215,20 @@ def figure_text(message: str, **values) -> str:
         if values else translated
     if translated == english:
         return english
-    font = cjk_font()
+    font = cjk_font() if not _drawn_as_formula(translated) else None
     if font is not None:
         _draw_with(font)
         return translated
     _remember(english, translated)
     return english
+
+
+def _drawn_as_formula(text: str) -> bool:
+    """matplotlib draws a text with $...$ in it all with mathtext, whose fonts have no Chinese glyphs and no fallback
+    (Chinese would be empty boxes even with a Chinese font): such a label is drawn in English, read aloud translated."""
+    from matplotlib import cbook
+
+    return cbook.is_math_text(text)
 
 
 def read_aloud(text: str) -> str:
