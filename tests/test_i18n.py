@@ -669,6 +669,7 @@ def test_the_submit_button_and_its_verdict_table_speak_the_editions_language(mon
     assert "提交" in box.verdicts.value and "press Submit" not in box.verdicts.value
     table = submit.report_html(reply)
     assert "<caption>各练习的评分结果</caption>" in table and '<th scope="col">隐藏测试</th>' in table
+    assert '<th scope="col">分数</th>' in table, "the score column (once 'points', which the plots' catalog entry made 点)"
 
 
 # ---- the beam tree's ranking, seqlab.submit, the data and training modules' errors; a Chinese font ----------------

@@ -180,7 +180,7 @@ def report_html(reply: dict) -> str:
                     + "<td>" + "<br>".join(html.escape(n) for n in verdict_notes(verdict)) + "</td></tr>")
     problems = "".join(f"<div>{html.escape(_('note: {problem}').format(problem=p))}</div>" for p in reply.get("problems", []))
     headers = "".join(f'<th scope="col">{html.escape(_(header))}</th>'
-                      for header in (N_("exercise"), N_("points"), N_("visible checks"), N_("hidden tests"), N_("messages")))
+                      for header in (N_("exercise"), N_("score"), N_("visible checks"), N_("hidden tests"), N_("messages")))
     table = (f"<table><caption>{html.escape(_('Verdicts per exercise'))}</caption><thead><tr>{headers}</tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>")
     return _announce(html.escape(lines[0]), problems + table)
