@@ -28,7 +28,7 @@ from course import REPO, SOLUTIONS, check_grader_timings, hidden_test_lines, is_
 sys.path.insert(0, str(REPO / "autograder"))
 sys.path.insert(0, str(REPO / "tests"))
 from adversarial.generate import _zip, load, persistence_batch, write_export  # noqa: E402
-from sandbox import bubblewrap  # noqa: E402
+from sandbox import bubblewrap, unsandboxed_refusal  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap is not installed")]
 GRADE = [sys.executable, str(REPO / "autograder" / "grade.py")]
@@ -316,6 +316,7 @@ def test_refuses_to_grade_unsandboxed_unless_told(tmp_path):
     env = {**os.environ, "PATH": "/nonexistent"}  # no bwrap on PATH
     done = subprocess.run([*GRADE, str(tmp_path / "w"), "--no-progress"], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2 and "--allow-unsandboxed" in done.stderr
+    assert unsandboxed_refusal("grade") in done.stderr  # the words job.py and serve.py use too
 
 
 @pytest.fixture(scope="module")
@@ -604,20 +605,20 @@ def test_an_answer_bound_to_a_handle_the_test_kernel_lent_is_refused(wire_reach)
 
 
 def test_no_page_of_the_batch_runs_anything_in_a_browser(batch):
-    """Issue 39: every feedback page and every autograded notebook of the batch as formgrader renders it (the hostile
-    ones as nbconvert's classic and lab exports too), opened in Chromium: nothing runs, no javascript:/data: link."""
+    """Issue 39: every page of the batch a payload reaches, and an honest student's, opened in Chromium: the feedback
+    pages and the autograded notebooks as formgrader renders them (the hostile ones as nbconvert's classic and lab
+    exports too): nothing runs, no javascript:/data: link."""
     from browser import chromium, chromium_path
-    from test_browser_feedback import views, what_runs
+    from test_browser_feedback import pages_a_payload_reaches, what_runs
 
     if chromium_path() is None:
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     workspace = batch["workspace"]
-    pages = {f"{p.parent.parent.name} feedback": p.read_text() for p in (workspace / "feedback").rglob("*.html")}
-    for path in sorted((workspace / "autograded").glob(f"*/{BATCH}/*.ipynb")):
-        hostile = path.parent.parent.name.startswith("browser_")
-        shown = views(path, ("formgrader", "classic", "lab") if hostile else ("formgrader",))
-        pages.update({f"{path.parent.parent.name} {view}": page for view, page in shown.items()})
-    assert len(pages) >= 40
+    feedback_pages = {p.parent.parent.name: p.read_text() for p in (workspace / "feedback").rglob("*.html")}
+    hostile = {student for student in feedback_pages if student.startswith("browser_")}
+    pages = pages_a_payload_reaches(feedback_pages, list((workspace / "autograded").glob(f"*/{BATCH}/*.ipynb")),
+                                    hostile, control="honest_solution")
+    assert len(hostile) == 2 and len(pages) >= 4 * len(hostile) + 2, sorted(pages)
     with chromium() as browser:
         ran = what_runs(browser, pages)
     assert not ran, {name: found[:3] for name, found in list(ran.items())[:5]}

@@ -4,7 +4,9 @@ What a student opens is notebooks/<chapter>/<chapter>.ipynb with the exercises f
 release replaced by the solution's, as a student who did the exercises has it: the widgets call the student's code,
 so an empty notebook shows none). Each chapter is served once and seen twice:
 
-1. **JupyterLab**: the notebook runs in the browser (Run All, in grading mode, so data is small), then axe-core
+1. **JupyterLab**, with its file browser open as on a laptop: the notebook runs in the browser (Run All, in grading
+   mode, so data is small); its widgets are measured and dragged (tests/test_browser_widgets.py's check_widgets: one
+   run of each notebook serves both files' checks); then axe-core
    (WCAG 2.1 A and AA rules) looks at the whole page. A violation of impact "serious" or "critical" whose element
    is the course's content, a rendered markdown cell or a cell's output (figures, tables, the widgets the
    notebook shows), fails the test. The rest is the front end's own (menus, toolbars, the cells' code editor,
@@ -33,9 +35,10 @@ import nbformat
 import pytest
 
 from browser import (accept_kernel_dialog, chromium, chromium_path, code_prompts, error_outputs, new_page,
-                     open_notebook, run_all_cells, wait_until_idle, widget_box)
+                     open_notebook, run_all_cells, show_file_browser, wait_until_idle, widget_box)
 from course import BUILD, CHAPTERS, NOTEBOOKS, SOLUTIONS, execute, nbgrader_meta
 from servers import TEST_SETTINGS, TOKEN, jupyter, shut_down_kernels
+from test_browser_widgets import WIDGETS_OF_CHAPTER, WINDOW, check_widgets
 
 axe_base = pytest.importorskip("axe_playwright_python.base", reason="axe-playwright-python is in the test extra")
 
@@ -269,7 +272,7 @@ def is_unnamed_slider_handle(failure: str) -> bool:
 @pytest.mark.slow
 @pytest.mark.skipif(chromium_path() is None, reason="Chromium is not installed (apt-get install chromium)")
 @pytest.mark.parametrize("chapter, app", CASES, ids=[f"{c}-{a}" for c, a in CASES])
-def test_no_serious_violations_in_the_notebook(chapter, app, served, front_ends):
+def test_widgets_respond_and_no_serious_violations_in_the_notebook(chapter, app, served, front_ends):
     path = served / chapter / f"{chapter}.ipynb"
     start = time.perf_counter()
     if app == "notebook" and not has_outputs(path):
@@ -278,11 +281,14 @@ def test_no_serious_violations_in_the_notebook(chapter, app, served, front_ends)
     base, browser = front_ends(app)
     walk = None
     try:
-        with new_page(browser, width=1280, height=800) as page:
+        with new_page(browser, width=WINDOW[0], height=WINDOW[1]) as page:
             if app == "lab":
                 open_notebook(page, base, app, f"{chapter}/{chapter}.ipynb")
+                show_file_browser(page)
                 run_whole_notebook(page)
                 assert not error_outputs(page), f"errors in the notebook: {error_outputs(page)[:1]}"
+                if chapter in WIDGETS_OF_CHAPTER:
+                    check_widgets(page, WIDGETS_OF_CHAPTER[chapter], app)
             else:
                 page.goto(f"{base}/notebooks/{chapter}/{chapter}.ipynb?token={TOKEN}")
                 page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)

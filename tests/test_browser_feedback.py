@@ -7,7 +7,7 @@ nothing: no dialog, no console message with the payloads' mark, no event handler
 student's, no javascript:, vbscript: or data: link (only a PNG, JPEG or GIF may be an inline picture).
 
 `views` and `what_runs` serve the attack batches too (tests/test_autograder_attacks.py, tests/test_autograder_safety.py
-open every page their graded exports produce); the tests here build the hostile notebook directly, as the grader's
+open every page of their graded exports that a payload reaches, `pages_a_payload_reaches`); the tests here build the hostile notebook directly, as the grader's
 executor reports outputs, so every metadata field and output kind is reached, and check that the payloads do run in
 a browser when nothing cleans them.
 
@@ -85,6 +85,24 @@ def views(autograded: Path, templates: tuple[str, ...] = ("formgrader", "classic
     for template in set(templates) & {"classic", "lab"}:
         pages[template] = HTMLExporter(template_name=template).from_filename(str(autograded))[0]
     return pages
+
+
+def pages_a_payload_reaches(feedback_pages: dict[str, str], autograded: list[Path], hostile: set[str],
+                            control: str) -> dict[str, str]:
+    """The pages of a graded batch to open in the browser: every page that carries the payloads' mark (each payload
+    the attack batches plant has it), the hostile students' pages in every view, and the control student's pages.
+    A page without the mark has nothing of a payload to run; opening all of a batch's pages (two per student, 40-70
+    a batch) cost the suite about 3 min of its parallel part. Returns ``"student view" -> HTML``."""
+    opened = {f"{student} feedback": page for student, page in feedback_pages.items()
+              if student in hostile or student == control or MARK in page}
+    for path in sorted(autograded):
+        student = path.parent.parent.name
+        if student in hostile or student == control or MARK in path.read_text(encoding="utf-8", errors="replace"):
+            shown = views(path, ("formgrader", "classic", "lab") if student in hostile else ("formgrader",))
+            opened.update({f"{student} {view}": page for view, page in shown.items()})
+    missing = {f"{student} {view}" for student in hostile for view in ("feedback", "formgrader")} - set(opened)
+    assert not missing, f"hostile students without their pages: {sorted(missing)}"
+    return opened
 
 
 def what_runs(browser, pages: dict[str, str], settle_ms: int = 300) -> dict[str, list[str]]:

@@ -11,8 +11,9 @@ dragged, that the figure changed and, for the widgets sized to the notebook (iss
 shown at full size, not shrunk; it keeps a screenshot under build/screenshots/ (the sizes of the
 figures themselves, text of at least 10 px and labels apart, are measured without a browser in
 tests/test_widget_legibility.py and tests/test_figures.py).
-One server per front end and one browser serve every chapter (starting them cost 9 s a test);
-each test has a page of its own and shuts its kernel down.
+In JupyterLab these checks run inside tests/test_browser_a11y.py's Lab run of each chapter (check_widgets, with
+the file browser open): running every notebook in the browser once for both costs the suite 9 notebook runs less
+(about 2 min of the serial phase). This file runs them in Notebook 7, with its own server and browser.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import pytest
 
 from browser import (choose_option, chromium, chromium_path, drag_slider, error_outputs, figure_scale, figure_source,
-                     new_page, open_notebook, run_all_cells, screenshot, show_file_browser, wait_for_new_figure,
+                     new_page, open_notebook, run_all_cells, screenshot, wait_for_new_figure,
                      wait_until_idle, widget_box, widget_layout)
 from course import BUILD, SOLUTIONS, record
 from seqlab.widgets import NOTEBOOK_COLUMN_PX
@@ -53,19 +54,19 @@ WIDGETS = [
                choices=(("attention", "encoder"),)),
 ]
 
-# Every chapter in JupyterLab; Notebook 7 (the same widget renderers in another page) with the two-slider
-# attention explorer of chapter 8: a notebook run in the browser costs 30-60 s of the suite's time.
+# Notebook 7 (the same widget renderers in another page) with the two-slider attention explorer of chapter 8: a
+# notebook run in the browser costs 30-60 s of the suite's time. JupyterLab: every chapter, in test_browser_a11y.py.
 NOTEBOOK_7 = {"08-transformers"}
-CASES = [(case, app) for case in WIDGETS for app in ("lab", "notebook")
-         if app == "lab" or case.notebook.split("/")[0] in NOTEBOOK_7]
+CASES = [case for case in WIDGETS if case.notebook.split("/")[0] in NOTEBOOK_7]
+WIDGETS_OF_CHAPTER = {case.notebook.split("/")[0]: case for case in WIDGETS}
 
 
 @pytest.fixture(scope="module")
 def front_ends(tmp_path_factory):
     """``front_ends(app)`` -> (base URL, browser): a server per front end, started when first asked for, serving
-    a copy of every chapter (the front end saves the notebook it runs, and solutions/ must stay untouched)."""
+    a copy of each chapter it runs (the front end saves the notebook it runs, and solutions/ must stay untouched)."""
     root = tmp_path_factory.mktemp("served")
-    for case in WIDGETS:
+    for case in CASES:
         chapter = case.notebook.split("/")[0]
         shutil.copytree(SOLUTIONS / chapter, root / chapter)
     with contextlib.ExitStack() as stack:
@@ -85,48 +86,54 @@ def front_ends(tmp_path_factory):
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.skipif(chromium_path() is None, reason="Chromium is not installed (apt-get install chromium)")
-@pytest.mark.parametrize("case, app", CASES, ids=[f"{c.notebook.split('/')[0]}-{a}" for c, a in CASES])
-def test_widgets_render_and_respond(case, app, front_ends):
-    base, browser = front_ends(app)
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.notebook.split('/')[0]}-notebook" for c in CASES])
+def test_widgets_render_and_respond(case, front_ends):
+    base, browser = front_ends("notebook")
     try:
         with new_page(browser, width=WINDOW[0], height=WINDOW[1]) as page:  # a laptop's window (issues 27, 41)
-            open_notebook(page, base, app, case.notebook)
-            if app == "lab":
-                show_file_browser(page)
+            open_notebook(page, base, "notebook", case.notebook)
             run_all_cells(page)
             wait_until_idle(page)
             assert not error_outputs(page), f"errors in the notebook: {error_outputs(page)[:2]}"
-            layouts = [widget_layout(page)]
-            assert_widgets_fit(layouts[-1], app)
-            for label, option in case.choices:  # before the sliders move: at the explorer's first settings
-                box = widget_box(page, label)
-                before = figure_source(box)
-                choose_option(page, box, label, option)
-                wait_for_new_figure(box, before)
-                layouts.append(widget_layout(page))
-                assert_widgets_fit(layouts[-1], app, f"with {label} = {option}")
-            drags = {}
-            for label in case.sliders:
-                box = widget_box(page, label)
-                before = figure_source(box)
-                assert before.startswith("data:image/png"), "the widget shows no figure"
-                moved = drags[label] = drag_slider(page, box, label)
-                assert abs(moved["moved_px"] - moved["pixels"]) <= 0.2 * abs(moved["pixels"]) + 8, (
-                    f"dragging {label!r} {moved['pixels']} px along its {moved['track']:.0f} px track moved its value "
-                    f"{moved['moved_px']:.0f} px' worth ({moved['before']:g} -> {moved['after']:g})")
-                wait_for_new_figure(box, before)
-                if case.full_size:
-                    scale = figure_scale(box)
-                    assert scale > 0.99, f"the {label!r} widget's figure is shrunk to {scale:.0%} at 1280 px"
-                name = f"{case.notebook.split('/')[0]}-{label.replace(' ', '_')}-{app}.png"
-                assert screenshot(box, BUILD / "screenshots" / name).stat().st_size > 10_000
-            record(f"widgets_{case.notebook.split('/')[0]}_{app}", column_px=layouts[0]["column"],
-                   narrowest_track_px=min((s["track"] for s in layouts[0]["sliders"]), default=None),
-                   tallest_explorer_px=max(e["height"] for layout in layouts for e in layout["explorers"]),
-                   drags={label: f"{m['pixels']} px -> {m['moved_px']:.0f} px ({m['before']:g} -> {m['after']:g})"
-                          for label, m in drags.items()})
+            check_widgets(page, case, "notebook")
     finally:
         shut_down_kernels(base)
+
+
+def check_widgets(page, case: WidgetCase, app: str) -> None:
+    """In a page whose notebook has run: every widget fits (assert_widgets_fit), at the explorer's first settings and
+    after each drop-down choice; each slider dragged with the mouse moves in proportion and changes the figure, shown
+    at full size where the case says so; a screenshot of each; the figures go to the test record."""
+    chapter = case.notebook.split("/")[0]
+    layouts = [widget_layout(page)]
+    assert_widgets_fit(layouts[-1], app)
+    for label, option in case.choices:  # before the sliders move: at the explorer's first settings
+        box = widget_box(page, label)
+        before = figure_source(box)
+        choose_option(page, box, label, option)
+        wait_for_new_figure(box, before)
+        layouts.append(widget_layout(page))
+        assert_widgets_fit(layouts[-1], app, f"with {label} = {option}")
+    drags = {}
+    for label in case.sliders:
+        box = widget_box(page, label)
+        before = figure_source(box)
+        assert before.startswith("data:image/png"), "the widget shows no figure"
+        moved = drags[label] = drag_slider(page, box, label)
+        assert abs(moved["moved_px"] - moved["pixels"]) <= 0.2 * abs(moved["pixels"]) + 8, (
+            f"dragging {label!r} {moved['pixels']} px along its {moved['track']:.0f} px track moved its value "
+            f"{moved['moved_px']:.0f} px' worth ({moved['before']:g} -> {moved['after']:g})")
+        wait_for_new_figure(box, before)
+        if case.full_size:
+            scale = figure_scale(box)
+            assert scale > 0.99, f"the {label!r} widget's figure is shrunk to {scale:.0%} at 1280 px"
+        name = f"{chapter}-{label.replace(' ', '_')}-{app}.png"
+        assert screenshot(box, BUILD / "screenshots" / name).stat().st_size > 10_000
+    record(f"widgets_{chapter}_{app}", column_px=layouts[0]["column"],
+           narrowest_track_px=min((s["track"] for s in layouts[0]["sliders"]), default=None),
+           tallest_explorer_px=max(e["height"] for layout in layouts for e in layout["explorers"]),
+           drags={label: f"{m['pixels']} px -> {m['moved_px']:.0f} px ({m['before']:g} -> {m['after']:g})"
+                  for label, m in drags.items()})
 
 
 WINDOW = (1280, 800)
