@@ -12,7 +12,7 @@ shown at full size, not shrunk; it keeps a screenshot under build/screenshots/ (
 figures themselves, text of at least 10 px and labels apart, are measured without a browser in
 tests/test_widget_legibility.py and tests/test_figures.py).
 In JupyterLab these checks run inside tests/test_browser_a11y.py's Lab run of each chapter (check_widgets, with
-the file browser open): running every notebook in the browser once for both costs the suite 9 notebook runs less
+the file browser open): running every notebook in the browser once for both saves the suite 8 notebook runs
 (about 2 min of the serial phase). This file runs them in Notebook 7, with its own server and browser.
 """
 
