@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from seqlab.i18n import _
 
-__all__ = ["SPLITS", "HKCANCOR_SPLITS", "BrownSentence", "brown_path", "load_brown", "load_hkcancor"]
+__all__ = ["SPLITS", "HKCANCOR_SPLITS", "BrownSentence", "brown_path", "load_brown", "load_hkcancor", "check_split"]
 
 SPLITS = ("train", "dev", "test")
 HKCANCOR_SPLITS = ("train", "test")
@@ -34,6 +34,12 @@ class BrownSentence(NamedTuple):
     tags: tuple[str, ...]
     document: str  # for example "ca01"
     genre: str  # for example "news"
+
+
+def check_split(split: str, splits: tuple[str, ...] = SPLITS) -> None:
+    """A clear error, naming the dataset's splits, for a split it does not have."""
+    if split not in splits:
+        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=splits, split=split))
 
 
 def dataset_file(name: str, rebuild: str) -> Path:
@@ -84,8 +90,7 @@ def load_brown(split: str = "train", *, lower: bool = False) -> list[BrownSenten
     Returns:
         A new list of :class:`BrownSentence` (``words``, ``tags``, ``document``, ``genre``).
     """
-    if split not in SPLITS:
-        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=SPLITS, split=split))
+    check_split(split)
     return list((_brown_lower_table() if lower else _brown_table())[split])
 
 
@@ -108,6 +113,5 @@ def load_hkcancor(split: str = "train") -> list[tuple[str, ...]]:
     Returns:
         A new list of word tuples, for example ``("平", "機票", "要", "淡季", "先", "有得", "平", "𡃉", "喎")``.
     """
-    if split not in HKCANCOR_SPLITS:
-        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=HKCANCOR_SPLITS, split=split))
+    check_split(split, HKCANCOR_SPLITS)
     return list(_hkcancor_table()[split])

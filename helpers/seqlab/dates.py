@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from seqlab.data import dataset_file
+from seqlab.data import check_split, dataset_file
 from seqlab.i18n import _
 
 __all__ = ["DATE_SPLITS", "NUMBER_SPLITS", "LOCALES", "Pair", "dates_path", "load_dates", "load_numbers",
@@ -65,15 +65,13 @@ def _table() -> dict[tuple[str, str], tuple[Pair, ...]]:
 
 def load_dates(split: str = "train") -> list[Pair]:
     """The date pairs of one split, in date order (a train day written twice gives two rows)."""
-    if split not in DATE_SPLITS:
-        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=DATE_SPLITS, split=split))
+    check_split(split, DATE_SPLITS)
     return list(_table()[("dates", split)])
 
 
 def load_numbers(split: str = "train") -> list[Pair]:
     """The digits -> English words pairs of one split, by number of digits, then as drawn."""
-    if split not in NUMBER_SPLITS:
-        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=NUMBER_SPLITS, split=split))
+    check_split(split, NUMBER_SPLITS)
     return list(_table()[("numbers", split)])
 
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from seqlab.data import dataset_file
+from seqlab.data import check_split, dataset_file
 from seqlab.i18n import _
 
 __all__ = ["KINDS", "SPLITS", "Name", "names_path", "load_names", "surname_origins", "class_sizes"]
@@ -60,8 +60,7 @@ def load_names(kind: str = "surnames", split: str = "train") -> list[Name]:
     """
     if kind not in KINDS:
         raise ValueError(_("kind must be one of {choices}, got {kind!r}").format(choices=KINDS, kind=kind))
-    if split not in SPLITS:
-        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=SPLITS, split=split))
+    check_split(split, SPLITS)
     if kind == "first" and split == "shared":
         raise ValueError(_("the split 'shared' exists only for surnames"))
     return list(_table().get((_KIND_IN_FILE[kind], split), ()))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import lzma
 from functools import lru_cache
 
-from seqlab.data import SPLITS, dataset_file, load_brown
+from seqlab.data import check_split, dataset_file, load_brown
 from seqlab.i18n import _
 
 __all__ = [
@@ -43,11 +43,6 @@ BROWN_MERGES_FILE = "brown-merges.txt.xz"
 REBUILD = "`python -m seqlab.datasets.build_gpt2_ranks` (needs npm)"
 
 
-def _check_split(split: str) -> None:
-    if split not in SPLITS:
-        raise ValueError(_("split must be one of {choices}, got {split!r}").format(choices=SPLITS, split=split))
-
-
 def _check_limit(sentences: int | None) -> None:
     if sentences is not None and (isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0):
         raise ValueError(_("sentences must be None or a whole number >= 0, got {sentences!r}").format(sentences=sentences))
@@ -60,7 +55,7 @@ def brown_text(split: str = "train", sentences: int | None = None) -> str:
         split: ``"train"``, ``"dev"`` or ``"test"`` (chapter 1's split, by document).
         sentences: only the first this many sentences (``None``: all of them).
     """
-    _check_split(split)
+    check_split(split)
     _check_limit(sentences)
     return "".join(" ".join(s.words) + "\n" for s in load_brown(split, lower=True)[:sentences])
 
@@ -71,7 +66,7 @@ def brown_word_count(split: str = "train", sentences: int | None = None) -> int:
     A model's total negative log-likelihood of the text, divided by this and exponentiated, is a per-word
     perplexity comparable with the course's word models (which predict each word and each ``</s>``).
     """
-    _check_split(split)
+    check_split(split)
     _check_limit(sentences)
     return sum(len(s.words) + 1 for s in load_brown(split, lower=True)[:sentences])
 
