@@ -116,13 +116,13 @@ def submit(notebook: str | os.PathLike, server: str | None = None, token: str | 
 
 MARKS = {"passed": "✓", "failed": "✗", "withheld": "…", "not run": "–"}
 # What the service says of a submission (queued, grading, graded, failed) and of an exercise's checks.
-STATUSES = {"queued": N_("queued"), "grading": N_("grading"), "graded": N_("graded"), "failed": N_("failed"),
-            "passed": N_("passed"), "withheld": N_("withheld"), "not run": N_("not run"), "none": N_("none")}
+STATUSES = (N_("queued"), N_("grading"), N_("graded"), N_("failed"), N_("passed"), N_("withheld"), N_("not run"),
+            N_("none"))
 
 
 def status_text(status) -> str:
     """A status the service sent, in the edition's language; one this module does not know, as it came."""
-    return _(STATUSES[status]) if isinstance(status, str) and status in STATUSES else str(status)
+    return _(status) if status in STATUSES else str(status)
 
 
 def report_lines(reply: dict) -> list[str]:
@@ -360,6 +360,7 @@ def _submit_and_report(args: argparse.Namespace) -> int:
         return 3 if error.retry_after else 1
     print(json.dumps(reply, indent=1, ensure_ascii=False) if args.json else "\n".join(report_lines(reply)))
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
