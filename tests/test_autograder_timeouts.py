@@ -304,6 +304,8 @@ def test_a_cell_that_forks_cpu_burners_is_stopped_at_its_limit(sandbox):
         cell = execution.cell_time[index]
         record(f"autograder_fork_burners_{index}", limit_s=2, backstop=3, **cell)
         assert index not in execution.backstopped, (index, cell, texts(nb, index))
-        # stopped at 2 s of own time, the burners' CPU time counted (before: wall 6 s, the backstop, own time < 1 s)
-        assert cell["wall_s"] < 2 + 1.5 and cell["own_s"] >= 2, (index, cell)
+        # stopped at 2 s of own time, the burners' CPU time counted (before: wall 6 s, the backstop, own time < 1 s).
+        # The wall time is the machine's: 3.2-3.7 s with the suite's other worker busy (CI of 2026-11-28), so the
+        # bound is a second short of the backstop's 6 s, not a margin over the limit.
+        assert cell["wall_s"] < 3 * 2 - 1 and cell["own_s"] >= 2, (index, cell)
     assert "CPU time that the student's processes used together" in texts(nb, 0), texts(nb, 0)
