@@ -87,8 +87,7 @@ class WordRNN(nn.Module):
     def __init__(self, vocab_size: int, input_vocab: int = 6000, embed: int = 256, hidden: int = 256,
                  cutoffs: Sequence[int] = (2000, 10000), dropout: float = 0.3, cell: str = "lstm"):
         super().__init__()
-        if cell not in CELLS:
-            raise ValueError(_("cell must be one of {choices}, not {cell!r}").format(choices=CELLS, cell=cell))
+        _check_cell(cell)
         self.vocab_size, self.input_vocab, self.cell = vocab_size, min(input_vocab, vocab_size), cell
         self.embed = nn.Embedding(self.input_vocab, embed)
         recurrent = nn.LSTM if cell == "lstm" else nn.RNN  # nn.RNN's default nonlinearity is tanh
@@ -181,9 +180,13 @@ def checkpoint_record(cell: str = "lstm") -> dict:
 
 
 def _checkpoint(cell: str) -> Path:
-    if cell not in CHECKPOINTS:
-        raise ValueError(_("cell must be one of {choices}, not {cell!r}").format(choices=CELLS, cell=cell))
+    _check_cell(cell)
     return CHECKPOINTS[cell]
+
+
+def _check_cell(cell: str) -> None:
+    if cell not in CELLS:
+        raise ValueError(_("cell must be one of {choices}, not {cell!r}").format(choices=CELLS, cell=cell))
 
 
 def load_checkpoint(vocab_size: int, cell: str = "lstm", path: Path | None = None) -> WordRNN:
