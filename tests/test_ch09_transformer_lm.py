@@ -102,43 +102,50 @@ def test_learner_mode_reaches_the_targets():
     assert min(ladder["one_head"]["train"]) > max(ladder["embeddings"]["train"]), ladder
     assert max(ladder["ffn_residual"]["train"]) < min(ladder["heads"]["train"] + ladder["one_head"]["train"]), ladder
     assert min(ladder["gpt"]["train"]) > max(ladder["ffn_residual"]["train"]), ladder
-    # The comparison, as the prose reads it: the GPT wins, by under two percent, with fewer updates than the LSTM
-    # and the tanh RNN; in the 150 s run (SHORT_RECORD) the LSTM was ahead; by position, the GPT is behind at 0,
-    # ahead over 1-3, level over 4-15 and ahead from 16 on; every model's dev loss levels off after sixteen positions.
+    # The comparison, as the prose reads it. At 1,200 s (the main record, all four models) the GPT wins from seed 0 by
+    # under two percent, with fewer updates than the LSTM and the tanh RNN; from seed 1 (SEED_RECORD, the GPT and the
+    # LSTM only) the two end level. At twice the time (LONG_RECORDS, seeds 0 and 1) the GPT is lower than the LSTM on
+    # dev and test from both seeds, by about one percent on the seeds' mean, more than the seed moved either model.
+    # At 150 s (SHORT_RECORD) the LSTM was ahead. By position, in every run from 1,200 s, the GPT is behind at 0, level
+    # over 4-15 and ahead from 16 on; every model's dev loss levels off after sixteen positions.
     ppl = g["test_token_perplexity"]
     assert ppl["gpt"] < min(ppl["lstm"], ppl["rnn"], ppl["window"]), ppl
     assert 0 < 1 - ppl["gpt"] / ppl["lstm"] < 0.02, ppl
-    from seqlab.gptlm import SHORT_RECORD, comparison_record
+    from seqlab.gptlm import LONG_RECORDS, SEED_RECORD, SHORT_RECORD, comparison_record
 
-    rows = comparison_record()["comparison"]
+    main = comparison_record()
+    rows = main["comparison"]
     assert rows["lstm"]["steps"] > rows["gpt"]["steps"] and rows["rnn"]["steps"] > rows["gpt"]["steps"], rows
     short = comparison_record(SHORT_RECORD)
-    assert short["seconds_each"] < comparison_record()["seconds_each"], short["seconds_each"]
+    assert short["seconds_each"] < main["seconds_each"], short["seconds_each"]
     assert short["comparison"]["lstm"]["test_token_perplexity"] < short["comparison"]["gpt"]["test_token_perplexity"]
-    # From seed 1 (SEED_RECORD: the GPT and the LSTM only, otherwise the same settings) the two end level, each lower
-    # on one split; over both seeds the GPT is ahead by under one percent, less than the seed alone moved the LSTM.
-    from seqlab.gptlm import SEED_RECORD
+    seeded, long_runs = comparison_record(SEED_RECORD), [comparison_record(path) for path in LONG_RECORDS]
+    assert "seed" not in main and seeded["seed"] == 1, (main.get("seed"), seeded.get("seed"))
+    assert [run.get("seed", 0) for run in long_runs] == [0, 1], [run.get("seed") for run in long_runs]
+    assert [run["seconds_each"] for run in long_runs] == [2 * main["seconds_each"]] * 2, long_runs[0]["seconds_each"]
+    for run in (seeded, *long_runs):
+        assert all(run[k] == main[k] for k in ("context", "batch_size", "lr", "config", "tokens")), run
+    assert seeded["seconds_each"] == main["seconds_each"], seeded["seconds_each"]
 
-    seeded = comparison_record(SEED_RECORD)
-    main = comparison_record()
-    assert seeded["seed"] == 1 and "seed" not in main, (seeded.get("seed"), main.get("seed"))
-    assert all(seeded[k] == main[k] for k in ("context", "batch_size", "lr", "seconds_each", "config", "tokens")), seeded
-    again = seeded["comparison"]
-    gaps = {split: again["gpt"][f"{split}_token_perplexity"] / again["lstm"][f"{split}_token_perplexity"] - 1
-            for split in ("dev", "test")}
-    assert gaps["dev"] < 0 < gaps["test"] and all(abs(gap) < 0.01 for gap in gaps.values()), gaps
-    mean = {k: (rows[k]["test_token_perplexity"] + again[k]["test_token_perplexity"]) / 2 for k in ("gpt", "lstm")}
-    lstm_moved = abs(rows["lstm"]["test_token_perplexity"] - again["lstm"]["test_token_perplexity"]) / mean["lstm"]
-    assert 0 < 1 - mean["gpt"] / mean["lstm"] < min(0.01, lstm_moved), (mean, lstm_moved)
+    def gap(comparison, split):
+        return comparison["gpt"][f"{split}_token_perplexity"] / comparison["lstm"][f"{split}_token_perplexity"] - 1
 
-    def range_means(key):
-        loss = rows[key]["dev_loss_by_position"]
+    assert all(abs(gap(seeded["comparison"], split)) < 0.01 for split in ("dev", "test")), seeded["comparison"]
+    longer = [run["comparison"] for run in long_runs]
+    assert all(-0.03 < gap(c, split) < 0 for c in longer for split in ("dev", "test")), longer
+    mean = {k: sum(c[k]["test_token_perplexity"] for c in longer) / 2 for k in ("gpt", "lstm")}
+    moved = {k: abs(longer[0][k]["test_token_perplexity"] - longer[1][k]["test_token_perplexity"]) / mean[k] for k in mean}
+    assert max(moved.values()) < 1 - mean["gpt"] / mean["lstm"] < 0.02, (mean, moved)
+
+    def range_means(comparison, key):
+        loss = comparison[key]["dev_loss_by_position"]
         return [sum(loss[a:b]) / (b - a) for a, b in [(0, 1), (1, 4), (4, 16), (16, 32), (32, len(loss))]]
 
-    lead = [lstm - gpt for lstm, gpt in zip(range_means("lstm"), range_means("gpt"))]
-    assert lead[0] < 0 < lead[1] and abs(lead[2]) < 0.005 and lead[3] > 0 and lead[4] > 0, lead
+    for comparison in (rows, seeded["comparison"], *longer):
+        lead = [lstm - gpt for lstm, gpt in zip(range_means(comparison, "lstm"), range_means(comparison, "gpt"))]
+        assert lead[0] < 0 and abs(lead[2]) < 0.01 and lead[3] > 0 and lead[4] > 0, lead
     for key in rows:
-        means = range_means(key)
+        means = range_means(rows, key)
         assert abs(means[3] - means[4]) < 0.02 and means[2] - means[3] < 0.05, (key, means)
 
 

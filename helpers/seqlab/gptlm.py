@@ -36,6 +36,8 @@ HERE = Path(__file__).resolve().parent
 RECORD = HERE / "results" / "ch09_gpt.json"
 SHORT_RECORD = HERE / "results" / "ch09_gpt_150s.json"  # the same comparison at 150 s a model (the earlier record)
 SEED_RECORD = HERE / "results" / "ch09_gpt_seed1.json"  # the GPT and the LSTM again, at seed 1 (`--seed 1 --only gpt lstm`)
+LONG_RECORDS = (HERE / "results" / "ch09_gpt_2400s.json",  # the GPT and the LSTM for twice the time, seeds 0 and 1
+                HERE / "results" / "ch09_gpt_2400s_seed1.json")  # (`--seconds 2400 [--seed 1] --only gpt lstm`)
 CHECKPOINT = HERE / "checkpoints" / "ch09_gpt.pt"
 GPT_CONFIG = dict(context=64, d_model=128, heads=4, layers=2, d_ff=256, dropout=0.0)
 # One setting shared by every compared model (same windows, batches and schedule). Context 64, batch 16, lr 5e-3
