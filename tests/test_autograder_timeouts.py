@@ -192,9 +192,9 @@ def test_a_student_that_sleeps_or_blocks_is_stopped_at_the_limit(sandbox):
     for index in (0, 1, 3):
         # Stopped at the limit, not at the backstop (3 × 2 s): the wall time includes ending the cell (killing
         # `sleep`, the traceback) on a third of a CPU, which took up to 1.1 s beside the suite's other worker
-        # (wall 3.12 s, own 2.36 s in a fresh clone's run)
+        # (wall 3.12 s, own 2.36 s in a fresh clone's run); the bound is a second short of the backstop's 6 s
         time = execution.cell_time[index]
-        assert 2 <= time["wall_s"] < 4 and time["own_s"] < 3, (index, time)
+        assert 2 <= time["wall_s"] < 3 * 2 - 1 and time["own_s"] < 3, (index, time)
 
 
 FORGED_WAITS = {
@@ -249,7 +249,8 @@ def test_the_backstop_holds(sandbox, monkeypatch):
     execution, nb = execute(sandbox, [lie, "print('next')"], limit=limit, backstop=backstop)
     assert execution.timed_out == [0] and execution.backstopped == {0} and execution.replies[1] == "ok"
     assert "backstop" in texts(nb, 0)
-    assert limit * backstop <= execution.cell_time[0]["wall_s"] < limit * backstop + 0.5, execution.cell_time[0]
+    # stopped at the backstop, not at the kill after it (GRACE_S, 10 s later): 4.07 s in a fresh clone's busy suite
+    assert limit * backstop <= execution.cell_time[0]["wall_s"] < limit * backstop + 1, execution.cell_time[0]
     lying = execution.cell_time[0]
 
     # code that swallows the interrupt at the limit gets a second one at the backstop; the next cells still run
