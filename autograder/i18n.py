@@ -172,9 +172,14 @@ def read_catalog(chapter: str, language: str = LANGUAGE) -> Catalog | None:
         return None
     try:
         with path.open("rb") as f:
-            return read_po(f, locale=language, abort_invalid=True)
+            catalog = read_po(f, locale=language, abort_invalid=True)
     except Exception as error:  # babel raises its own PoFileError, or ValueError on a bad header
         raise SystemExit(f"i18n: {path.relative_to(REPO)} is not a valid catalog ({error})") from error
+    # Babel 2.18 writes a fuzzy entry's old English as "#| msgid" but reads it back as a translator comment, which
+    # the next write wrapped into loose "# " lines and kept for good: drop it on reading, so that it is shown once.
+    for message in (*catalog, *catalog.obsolete.values()):
+        message.user_comments = [c for c in message.user_comments if not c.startswith("|")]
+    return catalog
 
 
 def po_text(catalog: Catalog) -> bytes:

@@ -263,6 +263,9 @@ def test_extract_marks_changed_cells_fuzzy_new_ones_untranslated_and_removed_one
     problems = i18n.problems("01-toy")
     assert len(problems) == 2 and "fuzzy (the English changed" in problems[0] and "untranslated" in problems[1], problems
     assert "cell 2 «## 2. Smoothing»" in problems[0] and "cell 3 «## 4. New»" in problems[1], "the cell is named"
+    i18n.extract("01-toy")  # again: the old English was shown once; it must not stay behind as a comment
+    assert not any(line.startswith(("#|", "# |")) for line in path.read_text().splitlines()), path.read_text()
+    assert i18n.read_catalog("01-toy").get(changed).fuzzy, "the fuzzy flag stays until a translator clears it"
 
 
 def test_extract_twice_changes_nothing_and_a_bad_catalog_is_a_clear_error(toy):
